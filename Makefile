@@ -1,0 +1,68 @@
+# Taxonomist: `make run` serves the demo, `make test` runs the tests. Both install first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# A Python 3.12+ interpreter: PYTHON=... overrides; otherwise the first that runs of
+# python3.13, python3.12 on PATH, then pyenv's installs, then python3.
+PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python $$HOME/.pyenv/versions/3.12*/bin/python /usr/local/bin/python3.1[2-9] python3; do \
+	  if "$$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then command -v "$$p" || echo "$$p"; break; fi; done)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+
+.PHONY: help install run test lint format typecheck migrate demo worker bench e2e clean
+
+help:
+	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
+	@echo "make test   install and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
+	@echo "make lint   ruff, ruff format --check, mypy, migrations check"
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "Taxonomist needs Python 3.12 or newer: install it or pass PYTHON=/path/to/python3.12" >&2; exit 1; fi
+	@echo "Installing into $(VENV) with $(PYTHON)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py load_demo
+
+# The embedded default: SQLite and Celery's filesystem broker, so no server is needed.
+# The worker runs beside the web process and stops with it.
+run: demo
+	@echo ""
+	@echo "  Taxonomist demo: http://127.0.0.1:$(PORT)/"
+	@echo "  Logins (password for all three: taxonomist-demo):"
+	@echo "    lead        lead of the tosem23 study"
+	@echo "    annotator1  annotator"
+	@echo "    annotator2  annotator"
+	@echo ""
+	@trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo & \
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+worker: install
+	$(BIN)/celery -A config worker --loglevel=INFO
+
+test: install
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,61 @@
+"""Permission predicates shared by pages (decorators) and the API (DRF permissions).
+
+Every check is a query on Membership, so a view cannot forget to scope: pages fetch studies through
+`access_study`, which 404s for non-members (an outsider cannot even learn a study exists).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from .models import Membership, Role, Study, User
+
+LEAD_ROLES = frozenset({Role.LEAD, Role.OWNER})
+
+
+def role_in(user: User | AnonymousUser, study: Study) -> str | None:
+    """The user's role in the study, or None for non-members and anonymous users."""
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, study=study).values_list("role", flat=True).first()
+
+
+def is_member(user: User | AnonymousUser, study: Study) -> bool:
+    return role_in(user, study) is not None
+
+
+def can_lead(user: User | AnonymousUser, study: Study) -> bool:
+    """Leads and owners run the study: import, codebook, rounds, adjudication."""
+    return role_in(user, study) in LEAD_ROLES
+
+
+def can_adjudicate(user: User | AnonymousUser, study: Study) -> bool:
+    return can_lead(user, study)
+
+
+def can_manage_members(user: User | AnonymousUser, study: Study) -> bool:
+    return can_lead(user, study)
+
+
+def can_export(user: User | AnonymousUser, study: Study) -> bool:
+    """Exports hold every annotator's labels, so only leads and owners may run them."""
+    return can_lead(user, study)
+
+
+def access_study(user: User | AnonymousUser, slug: str, *, lead: bool = False) -> tuple[Study, str]:
+    """The study and the user's role, or 404 for non-members; 403 when `lead` is asked of an annotator."""
+    if not user.is_authenticated:
+        raise Http404("No such study.")
+    row = (
+        Membership.objects.filter(user=user, study__slug=slug)
+        .select_related("study")
+        .only("role", "study")
+        .first()
+    )
+    if row is None:
+        raise Http404("No such study.")
+    if lead and row.role not in LEAD_ROLES:
+        raise PermissionDenied("Only a lead or an owner of this study can do this.")
+    return row.study, row.role

@@ -1,0 +1,14 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+app_name = "accounts"
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", views.study_list, name="study-list"),
+    path("profile/", views.profile, name="profile"),
+    path("profile/tokens/<int:pk>/revoke/", views.revoke_token, name="revoke-token"),
+    path("studies/<slug:slug>/members/", views.members, name="members"),
+]

@@ -1,0 +1,132 @@
+"""Log in, the user's studies, members of a study, and personal API tokens."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from apps.core.context import study_context
+from apps.core.http import HtmxHttpRequest
+
+from . import services
+from .forms import AddMemberForm, StudyForm, TokenForm
+from .models import ApiToken, Membership, Role, Study, User
+from .permissions import access_study
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_list(request: HtmxHttpRequest) -> HttpResponse:
+    user = request.user
+    assert isinstance(user, User)
+    studies = (
+        Study.objects.visible_to(user)
+        .annotate(
+            n_items=Count("items", distinct=True),
+            n_members=Count("memberships", distinct=True),
+        )
+        .order_by("name")
+    )
+    roles = dict(Membership.objects.filter(user=user).values_list("study_id", "role"))
+    open_work = dict(
+        Study.objects.visible_to(user)
+        .annotate(n=Count("assignments", filter=Q(assignments__annotator=user, assignments__status="open")))
+        .values_list("id", "n")
+    )
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            study = services.create_study(
+                slug=form.cleaned_data["slug"],
+                name=form.cleaned_data["name"],
+                overlap=form.cleaned_data["overlap"],
+                description=form.cleaned_data["description"],
+                owner=user,
+            )
+        except services.StudyError as exc:
+            form.add_error("slug", str(exc))
+        else:
+            study.consolidation_rule = form.cleaned_data["consolidation_rule"]
+            study.save(update_fields=["consolidation_rule"])
+            messages.success(
+                request, f"Study “{study.name}” created. Next: load a codebook and import items."
+            )
+            return redirect("adjudication:study-detail", study.slug)
+    rows = [{"study": s, "role": roles.get(s.id), "open": open_work.get(s.id, 0)} for s in studies]
+    return render(request, "accounts/study_list.html", {"rows": rows, "form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    study, role = access_study(request.user, slug, lead=True)
+    form = AddMemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        username = form.cleaned_data["username"].strip()
+        password = form.cleaned_data["password"]
+        new_role = form.cleaned_data["role"]
+        try:
+            if new_role == Role.OWNER and role != Role.OWNER:
+                raise services.StudyError("Only an owner can make someone an owner.")
+            member = User.objects.filter(username=username).first()
+            if member is None:
+                if not password:
+                    raise services.StudyError(
+                        f"No user named {username!r}. Give a password to create the account."
+                    )
+                member = services.create_user(username, password)
+            _, created = services.add_member(study, member, new_role)
+        except services.StudyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            verb = "added as" if created else "is now"
+            messages.success(request, f"{member.username} {verb} {new_role}.")
+            return redirect("accounts:members", study.slug)
+    memberships = (
+        Membership.objects.filter(study=study).select_related("user").order_by("role", "user__username")
+    )
+    load = dict(
+        Membership.objects.filter(study=study)
+        .annotate(
+            n_open=Count(
+                "user__assignments",
+                filter=Q(user__assignments__study=study, user__assignments__status="open"),
+            ),
+        )
+        .values_list("user_id", "n_open")
+    )
+    rows = [{"m": m, "open": load.get(m.user_id, 0)} for m in memberships]
+    ctx = study_context(study, role, "members", form=form, rows=rows)
+    return render(request, "accounts/members.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request: HtmxHttpRequest) -> HttpResponse:
+    user = request.user
+    assert isinstance(user, User)
+    form = TokenForm(request.POST or None)
+    new_token: str | None = None
+    if request.method == "POST" and form.is_valid():
+        _, new_token = ApiToken.issue(user, form.cleaned_data["name"])
+        form = TokenForm()
+    tokens = ApiToken.objects.filter(user=user)
+    return render(request, "accounts/profile.html", {"form": form, "tokens": tokens, "new_token": new_token})
+
+
+@login_required
+@require_POST
+def revoke_token(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    user = request.user
+    assert isinstance(user, User)
+    token = get_object_or_404(ApiToken.objects.filter(user=user), pk=pk)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        messages.success(request, f"Token “{token.name}” revoked.")
+    return redirect("accounts:profile")

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AdjudicationConfig(AppConfig):
+    name = "apps.adjudication"
+    label = "adjudication"

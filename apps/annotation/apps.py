@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnnotationConfig(AppConfig):
+    name = "apps.annotation"
+    label = "annotation"

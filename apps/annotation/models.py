@@ -1,0 +1,200 @@
+"""Rounds, who labels what, and the labels themselves.
+
+Blindness is a query rule: an annotator reads annotations only through
+`Annotation.objects.for_annotator(user)`; leads read through `for_lead(user)`.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import Role, Study, User
+from apps.corpus.models import Item
+from apps.taxonomy.models import Category, Dimension
+
+
+class SampleMethod(models.TextChoices):
+    UNIFORM = "uniform", "Uniform random"
+    STRATIFIED = "stratified", "Stratified random"
+    MANUAL = "manual", "Chosen by hand"
+    FILTER = "filter", "By filter"
+    IMPORTED = "imported", "Imported labels"
+
+
+class Round(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    name = models.CharField(max_length=200, blank=True)
+    method = models.CharField(max_length=16, choices=SampleMethod.choices, default=SampleMethod.UNIFORM)
+    seed = models.BigIntegerField(null=True, blank=True)
+    requested_size = models.PositiveIntegerField(null=True, blank=True)
+    stratify_field = models.CharField(max_length=100, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [models.UniqueConstraint(fields=["study", "number"], name="round_unique_number")]
+
+    def __str__(self) -> str:
+        return self.name or f"Round {self.number}"
+
+
+class RoundItem(models.Model):
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="round_items")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="round_items")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["round", "position"]
+        constraints = [models.UniqueConstraint(fields=["round", "item"], name="round_item_unique")]
+
+
+class AssignmentStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    SUBMITTED = "submitted", "Submitted"
+
+
+class AssignmentQuerySet(models.QuerySet["Assignment"]):
+    def for_annotator(self, user: User | AnonymousUser) -> AssignmentQuerySet:
+        """The user's own assignments: the only ones an annotator may open."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(annotator=user)
+
+    def for_lead(self, user: User | AnonymousUser) -> AssignmentQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            study__memberships__user=user, study__memberships__role__in=[Role.LEAD, Role.OWNER]
+        )
+
+    def open(self) -> AssignmentQuerySet:
+        return self.filter(status=AssignmentStatus.OPEN)
+
+    def submitted(self) -> AssignmentQuerySet:
+        return self.filter(status=AssignmentStatus.SUBMITTED)
+
+
+class Assignment(models.Model):
+    """One item of one round, given to one annotator."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="assignments")
+    status = models.CharField(max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.OPEN)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the annotator's queue.")
+    created_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["round", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "item", "annotator"], name="assignment_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "status", "round", "position"], name="assignment_queue"),
+            models.Index(fields=["study", "status"], name="assignment_study_status"),
+            models.Index(fields=["item", "status"], name="assignment_item_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} → {self.annotator_id} (round {self.round_id})"
+
+
+class AnnotationQuerySet(models.QuerySet["Annotation"]):
+    def for_annotator(self, user: User | AnonymousUser) -> AnnotationQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(assignment__annotator=user)
+
+    def for_lead(self, user: User | AnonymousUser) -> AnnotationQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            assignment__study__memberships__user=user,
+            assignment__study__memberships__role__in=[Role.LEAD, Role.OWNER],
+        )
+
+    def submitted(self) -> AnnotationQuerySet:
+        return self.filter(submitted_at__isnull=False)
+
+
+class Annotation(models.Model):
+    """An annotator's labels for one assignment: one per assignment, enforced by the database.
+
+    A draft (autosaved, not submitted) has `submitted_at` null and its work in `draft`.
+    """
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    memo = models.TextField(blank=True)
+    draft = models.JSONField(default=dict, blank=True)
+    codebook_version = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    seconds_spent = models.PositiveIntegerField(null=True, blank=True)
+    imported = models.BooleanField(default=False, help_text="Came from a labels file, not the workbench.")
+
+    objects = AnnotationQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["submitted_at"], name="annotation_submitted")]
+
+    def __str__(self) -> str:
+        return f"Annotation of {self.assignment}"
+
+
+class Finding(models.Model):
+    """One fault (or question) reported by a post; a post may report several."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="findings")
+    number = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        ordering = ["annotation", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "number"], name="finding_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="finding_number_positive"),
+        ]
+
+
+class LabelValue(models.Model):
+    """A chosen category for one dimension of one finding, or *pending* (undecided).
+
+    Several rows for one (finding, dimension) make a multi-choice value. After a merge `category`
+    points to the target and `original_category` keeps what the annotator chose.
+    """
+
+    finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="values")
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="+")
+    category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.PROTECT, related_name="labels"
+    )
+    original_category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.PROTECT, related_name="original_labels"
+    )
+    pending = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(pending=True) & Q(category__isnull=True))
+                | (Q(pending=False) & Q(category__isnull=False)),
+                name="labelvalue_category_xor_pending",
+            ),
+            models.UniqueConstraint(
+                fields=["finding", "dimension", "category"], name="labelvalue_unique_category"
+            ),
+            models.UniqueConstraint(
+                fields=["finding", "dimension"], condition=Q(pending=True), name="labelvalue_unique_pending"
+            ),
+        ]
+        indexes = [models.Index(fields=["category"], name="labelvalue_category")]

@@ -1,0 +1,163 @@
+"""Items mined from GitHub, Stack Overflow and files, and the jobs that import them."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+from apps.core.models import Job
+
+
+class Source(models.TextChoices):
+    GITHUB = "github", "GitHub"
+    STACKOVERFLOW = "stackoverflow", "Stack Overflow"
+    FILE = "file", "File"
+    OTHER = "other", "Other"
+
+
+class BodyFormat(models.TextChoices):
+    MARKDOWN = "markdown", "Markdown"
+    HTML = "html", "HTML"
+    TEXT = "text", "Plain text"
+
+
+class Relevance(models.TextChoices):
+    UNSCREENED = "unscreened", "Not screened"
+    RELEVANT = "relevant", "Relevant"
+    IRRELEVANT = "irrelevant", "Irrelevant"
+
+
+class ItemQuerySet(models.QuerySet["Item"]):
+    def visible_to(self, user: User | AnonymousUser) -> ItemQuerySet:
+        """Items of the studies the user belongs to. Annotators' *labels* are scoped elsewhere."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(study__memberships__user=user)
+
+    def in_study(self, study: Study) -> ItemQuerySet:
+        return self.filter(study=study)
+
+    def relevant(self) -> ItemQuerySet:
+        return self.exclude(relevance=Relevance.IRRELEVANT)
+
+    def unrendered(self) -> ItemQuerySet:
+        return self.filter(rendered_at__isnull=True)
+
+
+class Item(models.Model):
+    """One mined issue or post. Identified in a study by its canonical URL.
+
+    `body` is untrusted text from the internet; only `body_html` (rendered and sanitized at import) is
+    ever shown. `raw` keeps the source payload for replication.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    url = models.URLField(max_length=500)
+    source = models.CharField(max_length=32, choices=Source.choices, default=Source.OTHER)
+    external_id = models.CharField(max_length=100, blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    body = models.TextField(blank=True)
+    body_format = models.CharField(max_length=16, choices=BodyFormat.choices, default=BodyFormat.MARKDOWN)
+    body_html = models.TextField(blank=True)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, help_text="Detects unchanged re-imports.")
+    created_at = models.DateTimeField(null=True, blank=True, help_text="When the post was written.")
+    imported_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    relevance = models.CharField(max_length=16, choices=Relevance.choices, default=Relevance.UNSCREENED)
+    relevance_reason = models.CharField(max_length=500, blank=True)
+    screened_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    objects = ItemQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "url"], name="item_unique_url_per_study"),
+        ]
+        indexes = [
+            models.Index(fields=["study", "source", "external_id"], name="item_source_extid"),
+            models.Index(fields=["study", "relevance"], name="item_relevance"),
+            models.Index(fields=["study", "rendered_at"], name="item_rendered"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.url
+
+
+class ItemComment(models.Model):
+    """A GitHub comment or a Stack Overflow answer, in thread order."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="comments")
+    position = models.PositiveIntegerField()
+    external_id = models.CharField(max_length=100, blank=True)
+    author = models.CharField(max_length=150, blank=True)
+    body = models.TextField(blank=True)
+    body_format = models.CharField(max_length=16, choices=BodyFormat.choices, default=BodyFormat.MARKDOWN)
+    body_html = models.TextField(blank=True)
+    is_answer = models.BooleanField(default=False)
+    is_accepted = models.BooleanField(default=False)
+    score = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "position"], name="comment_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}#{self.position}"
+
+
+class ImportKind(models.TextChoices):
+    FILE = "file", "File (CSV, JSON, JSONL, URL list)"
+    GITHUB = "github", "GitHub REST API"
+    STACKEXCHANGE = "stackexchange", "Stack Exchange API"
+    SO_DUMP = "so_dump", "Stack Overflow data dump (Posts.xml)"
+
+
+class ImportJobQuerySet(models.QuerySet["ImportJob"]):
+    def visible_to(self, user: User | AnonymousUser) -> ImportJobQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(study__memberships__user=user)
+
+
+class ImportJob(Job):
+    """One import run. Counts are per item; `errors` keeps the first errors with their row or URL."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=16, choices=ImportKind.choices)
+    params = models.JSONField(default=dict, blank=True, help_text="Options, never secrets.")
+    upload = models.CharField(max_length=500, blank=True, help_text="Path of the uploaded file, if any.")
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    filtered = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    filtered_by = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    waiting_until = models.DateTimeField(null=True, blank=True, help_text="Rate-limit wait in progress.")
+
+    objects = ImportJobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["study", "-created_at"], name="importjob_study_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="importjob_status_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Import #{self.pk} ({self.kind}) {self.status}"

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "corpus"
+urlpatterns = [
+    path("items/", views.item_list, name="item-list"),
+    path("items/<int:pk>/", views.item_detail, name="item-detail"),
+    path("import/", views.import_page, name="import"),
+]

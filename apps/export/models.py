@@ -1,0 +1,48 @@
+"""Export runs: the consolidated dataset and the replication package, built in the background."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from django.db import models
+
+from apps.accounts.models import Role, Study, User
+from apps.core.models import Job
+
+
+class ExportFormat(models.TextChoices):
+    CSV = "csv", "CSV"
+    JSON = "json", "JSON"
+    JSONL = "jsonl", "JSON Lines"
+    XLSX = "xlsx", "Excel (XLSX)"
+    ZIP = "zip", "Replication package (zip)"
+
+
+class ExportJobQuerySet(models.QuerySet["ExportJob"]):
+    def for_lead(self, user: User | AnonymousUser) -> ExportJobQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            study__memberships__user=user, study__memberships__role__in=[Role.LEAD, Role.OWNER]
+        )
+
+
+class ExportJob(Job):
+    """A file is offered for download only once it is complete (written, then renamed into place)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    format = models.CharField(max_length=8, choices=ExportFormat.choices)
+    options = models.JSONField(default=dict, blank=True)
+    file_path = models.CharField(max_length=500, blank=True)
+    file_size = models.PositiveBigIntegerField(null=True, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    row_count = models.PositiveIntegerField(null=True, blank=True)
+    codebook_version = models.PositiveIntegerField(default=0)
+
+    objects = ExportJobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Export #{self.pk} ({self.format}) {self.status}"

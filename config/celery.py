@@ -1,0 +1,11 @@
+"""The Celery application. Tasks take ids and call one service (see STYLE.md)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("taxonomist")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,244 @@
+"""Taxonomist settings: one env-driven file.
+
+Environment variables (all optional in development):
+  DEBUG            "1" for development (default "1" unless DJANGO_ENV=production).
+  DJANGO_ENV       "production" switches on the production checks below.
+  SECRET_KEY       required in production.
+  DATABASE_URL     e.g. postgres://postgres@127.0.0.1:5432/test; default: SQLite file var/db.sqlite3.
+  REDIS_URL        e.g. redis://127.0.0.1:6379/0; Celery broker and cache. Default: the embedded
+                   filesystem broker (no server) and the local-memory cache.
+  ALLOWED_HOSTS    comma-separated; default localhost names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import django_stubs_ext
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TAXONOMIST_VAR_DIR", BASE_DIR / "var"))
+
+env = environ.Env()
+
+PRODUCTION = env.str("DJANGO_ENV", default="development") == "production"
+DEBUG = env.bool("DEBUG", default=not PRODUCTION)
+TESTING = "pytest" in sys.modules or env.bool("TAXONOMIST_TESTING", default=False)
+
+if PRODUCTION and not os.environ.get("SECRET_KEY"):
+    raise ImproperlyConfigured("SECRET_KEY must be set when DJANGO_ENV=production.")
+SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-taxonomist-key-change-me-0123456789abcdef")
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "rest_framework",
+    "drf_spectacular",
+    "apps.core",
+    "apps.accounts",
+    "apps.corpus",
+    "apps.taxonomy",
+    "apps.annotation",
+    "apps.agreement",
+    "apps.adjudication",
+    "apps.export",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+if PRODUCTION:  # gunicorn serves static files itself; runserver does it in development
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict[str, object]:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
+            "TEST": {"NAME": VAR_DIR / "test-db.sqlite3"}
+            if env.bool("SQLITE_TEST_FILE", default=False)
+            else {},
+        }
+    try:
+        config = env.db_url_config(url)
+    except Exception as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL ({url!r}): {exc}") from exc
+    if not config.get("ENGINE"):
+        raise ImproperlyConfigured(f"DATABASE_URL has an unsupported scheme: {url!r}")
+    config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    config["CONN_HEALTH_CHECKS"] = True
+    return dict(config)
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "accounts.User"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "accounts:study-list"
+LOGOUT_REDIRECT_URL = "accounts:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_URL = "media/"
+EXPORT_ROOT = VAR_DIR / "exports"
+UPLOAD_ROOT = VAR_DIR / "uploads"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+MAX_IMPORT_UPLOAD_BYTES = env.int("MAX_IMPORT_UPLOAD_BYTES", default=200 * 1024 * 1024)
+
+# Security headers. CSP: no inline script anywhere; htmx is vendored and loaded from 'self'.
+from django.utils.csp import CSP  # noqa: E402
+
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "https:", "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads no cookie (the token sits on <body>), but the admin's JS may.
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "apps.accounts.authentication.HashedTokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Taxonomist API",
+    "DESCRIPTION": "Import, label, measure agreement, adjudicate and export taxonomy studies.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery. With REDIS_URL: Redis broker. Without: kombu's filesystem transport, which needs no server;
+# `make run` starts a worker beside the web process (see docs/decisions/0001-embedded-broker.md).
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+if not REDIS_URL:
+    _queue_dir = VAR_DIR / "queue"
+    for _sub in ("in", "processed"):
+        (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir / "in"),
+        "data_folder_out": str(_queue_dir / "in"),
+        "processed_folder": str(_queue_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = 6 * 3600
+CELERY_TASK_SOFT_TIME_LIMIT = 6 * 3600 - 60
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Tests run tasks in-process unless a test opts into a real worker.
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=TESTING)
+CELERY_TASK_EAGER_PROPAGATES = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
