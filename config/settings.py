@@ -105,6 +105,12 @@ def _database() -> dict[str, object]:
             if env.bool("SQLITE_TEST_FILE", default=False)
             else {},
         }
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in {"postgres", "postgresql", "pgsql", "psql", "sqlite"}:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be a postgres:// or sqlite:// URL, got {url!r} "
+            "(e.g. postgres://postgres@127.0.0.1:5432/taxonomist)."
+        )
     try:
         config = env.db_url_config(url)
     except Exception as exc:
