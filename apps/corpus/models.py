@@ -14,6 +14,7 @@ from apps.core.models import Job
 class Source(models.TextChoices):
     GITHUB = "github", "GitHub"
     STACKOVERFLOW = "stackoverflow", "Stack Overflow"
+    STACKEXCHANGE = "stackexchange", "Stack Exchange (other site)"
     FILE = "file", "File"
     OTHER = "other", "Other"
 
@@ -57,7 +58,7 @@ class Item(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     url = models.URLField(max_length=500)
     source = models.CharField(max_length=32, choices=Source.choices, default=Source.OTHER)
-    external_id = models.CharField(max_length=100, blank=True)
+    external_id = models.CharField(max_length=200, blank=True)
     title = models.CharField(max_length=500, blank=True)
     body = models.TextField(blank=True)
     body_format = models.CharField(max_length=16, choices=BodyFormat.choices, default=BodyFormat.MARKDOWN)

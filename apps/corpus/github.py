@@ -1,0 +1,569 @@
+"""GitHub REST client for importing issues, and the conversion of issue objects to records.
+
+Pure module (no Django; talks HTTP through ``requests``). :class:`GitHubClient` yields, for every
+issue it meets, an :class:`ItemRecord` (issue with its comments), a :class:`Skipped` (a pull
+request, an excluded label) or a :class:`Failed` (a URL that could not be fetched), so an import job
+can count created / updated / skipped / failed without the client knowing about the database.
+
+Behaviour at the network boundary (DESIGN.md §4):
+
+- pagination follows the ``Link: <...>; rel="next"`` header; a next link is always sent to the
+  configured ``api_url`` host (a recorded replay names api.github.com; a hostile one could name
+  another host), and the token is only ever sent there;
+- rate limits: a ``403``/``429`` with ``Retry-After`` waits that many seconds; one with
+  ``X-RateLimit-Remaining: 0`` waits until ``X-RateLimit-Reset`` (+1 s for clock skew); a
+  secondary-limit ``403`` without either waits 60 s. A successful response that leaves
+  ``X-RateLimit-Remaining: 0`` makes the next request wait for the reset instead of failing first.
+  Every wait is reported through ``on_wait(seconds, reason)`` before sleeping;
+- ``5xx``, connection errors (resets, timeouts, cut transfers) and bodies that are not valid JSON
+  are retried ``max_retries`` times with exponential backoff (``backoff_base * 2**n`` seconds), then
+  :class:`GitHubUnavailable` or :class:`InvalidResponse` is raised; while hydrating a URL list an
+  issue whose body stays invalid, or that answers ``404``/``410``/``451``, becomes a
+  :class:`Failed` and the rest continue;
+- ``401`` raises :class:`TokenRejected`; any other ``4xx`` raises :class:`GitHubError`.
+
+The token is never put in an exception message, a log line, ``repr(client)`` or a record.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from apps.corpus.records import (
+    SOURCE_GITHUB,
+    CommentRecord,
+    ItemRecord,
+    canonical_url,
+    github_issue_ref,
+    parse_timestamp,
+)
+from apps.corpus.screening import first_matching_label
+
+DEFAULT_API_URL = "https://api.github.com"
+SEARCH_RESULT_CAP = 1000
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_SECONDARY_LIMIT_WAIT = 60.0
+_NOT_FOUND_STATUSES = (404, 410, 451)
+# requests wraps resets and refusals in its ConnectionError; the builtin one is a raw socket error.
+_CONNECTION_ERRORS = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    ConnectionError,
+)
+
+WaitCallback = Callable[[float, str], None]
+NoticeCallback = Callable[[str], None]
+
+
+class GitHubError(Exception):
+    """A GitHub request failed. The message names the request (method and path), never the token."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TokenRejected(GitHubError):
+    """GitHub answered 401: the token is missing, wrong or expired."""
+
+
+class GitHubUnavailable(GitHubError):
+    """Server errors or connection failures outlasted the retries."""
+
+
+class InvalidResponse(GitHubError):
+    """The body was not valid JSON (a truncated transfer, a proxy page) on every try."""
+
+
+class NotFound(GitHubError):
+    """404, 410 or 451: the issue or repository does not exist (any longer) or may not be shown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An issue deliberately not imported (a pull request, an excluded label)."""
+
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """An issue that could not be fetched; the import goes on with the others."""
+
+    url: str
+    message: str
+    status: int | None = None
+
+
+GitHubResult = ItemRecord | Skipped | Failed
+
+
+def is_issue_object(data: Mapping[str, Any]) -> bool:
+    """True for a GitHub REST issue (or pull request) object."""
+    return "html_url" in data and "number" in data and ("repository_url" in data or "user" in data)
+
+
+def is_pull_request(issue: Mapping[str, Any]) -> bool:
+    """GitHub returns pull requests among issues, marked by a ``pull_request`` key."""
+    return issue.get("pull_request") is not None
+
+
+def _login(user: object) -> str:
+    if isinstance(user, Mapping) and isinstance(user.get("login"), str):
+        return str(user["login"])
+    return "ghost"  # GitHub's name for a deleted account
+
+
+def _timestamp(value: object) -> datetime | None:
+    if isinstance(value, str | int | float) and not isinstance(value, bool) and value != "":
+        return parse_timestamp(value)
+    return None
+
+
+def _repo_of(issue: Mapping[str, Any]) -> str:
+    ref = github_issue_ref(str(issue["html_url"]))
+    if ref is not None:
+        return f"{ref[0]}/{ref[1]}"
+    # GitHub Enterprise: html_url is on another host; repository_url ends with /repos/<owner>/<repo>.
+    parts = str(issue.get("repository_url", "")).rstrip("/").split("/")
+    if len(parts) >= 2 and parts[-2] and parts[-1]:
+        return f"{parts[-2]}/{parts[-1]}".lower()
+    raise ValueError(f"cannot tell the repository of {issue['html_url']!r}")
+
+
+def comment_to_record(comment: Mapping[str, Any]) -> CommentRecord:
+    """A GitHub issue comment object as a :class:`CommentRecord` (Markdown body)."""
+    return CommentRecord(
+        external_id=str(comment["id"]),
+        author=_login(comment.get("user")),
+        body=str(comment.get("body") or ""),
+        body_format="markdown",
+        created_at=_timestamp(comment.get("created_at")),
+    )
+
+
+def issue_to_record(issue: Mapping[str, Any], comments: Iterable[Mapping[str, Any]] = ()) -> ItemRecord:
+    """A GitHub REST issue object (and its comment objects) as an :class:`ItemRecord`.
+
+    ``tags`` are the label names; ``raw`` is ``{"issue": issue, "comments": [...]}``.
+    Raises ``KeyError``/``ValueError`` when ``html_url`` or ``number`` is missing or unusable.
+    """
+    html_url = str(issue["html_url"])
+    number = int(issue["number"])
+    repo = _repo_of(issue)
+    labels = [
+        str(label["name"]) if isinstance(label, Mapping) else str(label)
+        for label in issue.get("labels") or []
+    ]
+    comment_list = [dict(comment) for comment in comments]
+    milestone = issue.get("milestone")
+    metadata: dict[str, Any] = {
+        "repo": repo,
+        "number": number,
+        "state": issue.get("state"),
+        "state_reason": issue.get("state_reason"),
+        "author": _login(issue.get("user")),
+        "author_association": issue.get("author_association"),
+        "labels": labels,
+        "comments_count": issue.get("comments"),
+        "updated_at": issue.get("updated_at"),
+        "closed_at": issue.get("closed_at"),
+        "locked": issue.get("locked"),
+        "milestone": milestone.get("title") if isinstance(milestone, Mapping) else None,
+        "assignees": [_login(user) for user in issue.get("assignees") or []],
+    }
+    return ItemRecord(
+        url=canonical_url(html_url),
+        source=SOURCE_GITHUB,
+        external_id=f"{repo}#{number}",
+        title=str(issue.get("title") or "").strip(),
+        body=str(issue.get("body") or ""),
+        body_format="markdown",
+        created_at=_timestamp(issue.get("created_at")),
+        tags=labels,
+        metadata=metadata,
+        raw={"issue": dict(issue), "comments": comment_list},
+        comments=[comment_to_record(comment) for comment in comment_list],
+    )
+
+
+def _retry_after_seconds(value: str, now: float) -> float | None:
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max(moment.timestamp() - now, 0.0)
+
+
+class GitHubClient:
+    """Reads issues from the GitHub REST API v3 (github.com or an Enterprise ``/api/v3`` root).
+
+    ``session``, ``sleep`` and ``clock`` are injectable so tests replay recorded responses without
+    waiting. ``on_wait(seconds, reason)`` hears of every wait (rate limit, retry backoff) before it
+    starts; ``on_notice(message)`` hears of results the API will not deliver (the Search API stops
+    at 1,000 results).
+    """
+
+    def __init__(
+        self,
+        api_url: str = DEFAULT_API_URL,
+        token: str | None = None,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        max_retries: int = 5,
+        *,
+        on_wait: WaitCallback | None = None,
+        on_notice: NoticeCallback | None = None,
+        clock: Callable[[], float] = time.time,
+        backoff_base: float = 1.0,
+        max_rate_limit_waits: int = 20,
+        timeout: float | tuple[float, float] = (10.0, 60.0),
+    ) -> None:
+        parts = urlsplit(api_url.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an absolute http(s) API URL: {api_url!r}")
+        self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+        self._api_origin = (parts.scheme, parts.netloc)
+        self._token = token or None
+        self._session = session if session is not None else requests.Session()
+        self._sleep = sleep
+        self._clock = clock
+        self.max_retries = max_retries
+        self._on_wait = on_wait
+        self._on_notice = on_notice
+        self._backoff_base = backoff_base
+        self._max_rate_limit_waits = max_rate_limit_waits
+        self._timeout = timeout
+        self._resume_at: float | None = None
+
+    def __repr__(self) -> str:
+        return f"GitHubClient(api_url={self.api_url!r}, token={'<set>' if self._token else None})"
+
+    # --- public reads --------------------------------------------------------------------------
+
+    def repo_issues(
+        self,
+        repo: str,
+        *,
+        state: str = "all",
+        labels: Sequence[str] = (),
+        exclude_labels: Sequence[str] = (),
+        since: str | datetime | None = None,
+        comments: bool = True,
+        limit: int | None = None,
+    ) -> Iterator[GitHubResult]:
+        """Issues of ``owner/name`` (``GET /repos/{repo}/issues``), oldest first.
+
+        ``labels`` must all be present (GitHub's own filter); ``exclude_labels`` (exact names or
+        ``*`` patterns, case-insensitive) are applied here and yield :class:`Skipped`. ``since``
+        keeps issues updated at or after that time. ``limit`` caps the number of records.
+        """
+        if not _REPO.match(repo):
+            raise ValueError(f"repository must be written owner/name, got {repo!r}")
+        if state not in ("open", "closed", "all"):
+            raise ValueError(f"state must be open, closed or all, got {state!r}")
+        params: dict[str, str] = {
+            "state": state,
+            "per_page": str(self._page_size(limit)),
+            "sort": "created",
+            "direction": "asc",
+        }
+        if labels:
+            params["labels"] = ",".join(labels)
+        if since is not None:
+            moment = since if isinstance(since, datetime) else parse_timestamp(since)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            params["since"] = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        issues = self._paginate(f"{self.api_url}/repos/{repo}/issues", params, items_key=None)
+        yield from self._records(issues, comments=comments, exclude_labels=exclude_labels, limit=limit)
+
+    def search_issues(
+        self,
+        query: str,
+        *,
+        comments: bool = True,
+        exclude_labels: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> Iterator[GitHubResult]:
+        """Results of a Search API query (``GET /search/issues?q=...``), pull requests skipped.
+
+        The Search API returns at most 1,000 results per query; when ``total_count`` is larger,
+        ``on_notice`` is told, so the caller can split the query (by date range, for example).
+        """
+        if not query.strip():
+            raise ValueError("the search query is empty")
+        params = {"q": query, "per_page": str(self._page_size(limit))}
+        issues = self._paginate(f"{self.api_url}/search/issues", params, items_key="items")
+        yield from self._records(issues, comments=comments, exclude_labels=exclude_labels, limit=limit)
+
+    def hydrate(
+        self, urls: Iterable[str], *, comments: bool = True, limit: int | None = None
+    ) -> Iterator[GitHubResult]:
+        """Fetch each issue URL (``GET /repos/o/r/issues/n``) with its comments.
+
+        A URL that is not a GitHub issue URL, or whose issue is gone (404/410/451) or keeps
+        answering invalid JSON, yields :class:`Failed`; the other URLs are still fetched.
+        """
+        produced = 0
+        for url in urls:
+            if limit is not None and produced >= limit:
+                return
+            ref = github_issue_ref(url)
+            if ref is None:
+                yield Failed(url, "not a GitHub issue URL")
+                continue
+            owner, repo, number = ref
+            try:
+                issue, _ = self._get_json(f"{self.api_url}/repos/{owner}/{repo}/issues/{number}")
+                if not isinstance(issue, dict) or not is_issue_object(issue):
+                    yield Failed(url, "the API answered something that is not an issue")
+                    continue
+                if is_pull_request(issue):
+                    yield Skipped(canonical_url(url), "pull request")
+                    continue
+                comment_objects = self._comments_of(issue, owner, repo, number) if comments else []
+                record = issue_to_record(issue, comment_objects)
+            except (NotFound, InvalidResponse) as exc:
+                yield Failed(url, str(exc), exc.status)
+                continue
+            produced += 1
+            yield record
+
+    # --- paging and records --------------------------------------------------------------------
+
+    def _page_size(self, limit: int | None) -> int:
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        return 100 if limit is None else min(100, limit)
+
+    def _records(
+        self,
+        issues: Iterator[dict[str, Any]],
+        *,
+        comments: bool,
+        exclude_labels: Sequence[str],
+        limit: int | None,
+    ) -> Iterator[GitHubResult]:
+        produced = 0
+        for issue in issues:
+            if limit is not None and produced >= limit:
+                return
+            url = str(issue.get("html_url", ""))
+            if is_pull_request(issue):
+                yield Skipped(canonical_url(url), "pull request")
+                continue
+            label_names = [
+                str(label.get("name", "")) for label in issue.get("labels") or [] if isinstance(label, dict)
+            ]
+            excluded = first_matching_label(label_names, exclude_labels) if exclude_labels else None
+            if excluded is not None:
+                yield Skipped(canonical_url(url), f"excluded label {excluded!r}")
+                continue
+            comment_objects: list[dict[str, Any]] = []
+            if comments:
+                ref = github_issue_ref(url)
+                owner, repo = _repo_of(issue).split("/", 1) if ref is None else (ref[0], ref[1])
+                comment_objects = self._comments_of(issue, owner, repo, int(issue["number"]))
+            produced += 1
+            yield issue_to_record(issue, comment_objects)
+
+    def _comments_of(
+        self, issue: Mapping[str, Any], owner: str, repo: str, number: int
+    ) -> list[dict[str, Any]]:
+        if issue.get("comments") == 0:
+            return []  # the issue says it has none: spare the request
+        url = f"{self.api_url}/repos/{owner}/{repo}/issues/{number}/comments"
+        return list(self._paginate(url, {"per_page": "100"}, items_key=None))
+
+    def _paginate(
+        self, url: str, params: Mapping[str, str] | None, items_key: str | None
+    ) -> Iterator[dict[str, Any]]:
+        next_url: str | None = url
+        query: Mapping[str, str] | None = params
+        first = True
+        while next_url is not None:
+            data, response = self._get_json(next_url, query)
+            if items_key is not None:
+                if not isinstance(data, dict) or not isinstance(data.get(items_key), list):
+                    raise InvalidResponse(f"GET {_path(next_url)}: expected an object with {items_key!r}")
+                if first:
+                    self._notice_search_limits(data)
+                page = data[items_key]
+            else:
+                if not isinstance(data, list):
+                    raise InvalidResponse(f"GET {_path(next_url)}: expected a JSON array")
+                page = data
+            for item in page:
+                if isinstance(item, dict):
+                    yield item
+            link = response.links.get("next", {}).get("url")
+            next_url = self._on_api_host(link) if link else None
+            query = None  # a next link carries its own query
+            first = False
+
+    def _notice_search_limits(self, data: Mapping[str, Any]) -> None:
+        if self._on_notice is None:
+            return
+        total = data.get("total_count")
+        if isinstance(total, int) and total > SEARCH_RESULT_CAP:
+            self._on_notice(
+                f"the search matches {total} issues but GitHub returns only the first {SEARCH_RESULT_CAP}; "
+                "split the query (for example by created:<date range>) to get the rest"
+            )
+        if data.get("incomplete_results"):
+            self._on_notice(
+                "GitHub reports incomplete search results (the search timed out); some may be missing"
+            )
+
+    def _on_api_host(self, url: str) -> str:
+        parts = urlsplit(url)
+        return urlunsplit((self._api_origin[0], self._api_origin[1], parts.path, parts.query, ""))
+
+    # --- one request, with waits and retries ---------------------------------------------------
+
+    def _headers(self, url: str) -> dict[str, str]:
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "taxonomist-importer",
+        }
+        parts = urlsplit(url)
+        if self._token and (parts.scheme, parts.netloc) == self._api_origin:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return headers
+
+    def _wait(self, seconds: float, reason: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(seconds, reason)
+        self._sleep(seconds)
+
+    def _get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[Any, requests.Response]:
+        failures = 0
+        rate_limit_waits = 0
+        path = _path(url)
+        while True:
+            if self._resume_at is not None:
+                remaining = self._resume_at - self._clock()
+                self._resume_at = None
+                if remaining > 0:
+                    self._wait(remaining, "rate limit used up; waiting for it to reset")
+            # Failures are handled after the except blocks, so that no exception raised here keeps
+            # the requests exception (whose request holds the Authorization header) as its context.
+            response: requests.Response | None = None
+            try:
+                response = self._session.get(
+                    url, params=params, headers=self._headers(url), timeout=self._timeout
+                )
+            except _CONNECTION_ERRORS as exc:
+                problem = f"connection failed ({type(exc).__name__})"
+            if response is None:
+                failures += 1
+                if failures > self.max_retries:
+                    raise GitHubUnavailable(f"GET {path}: {problem}, {self.max_retries} retries exhausted")
+                self._backoff(failures, f"GET {path}: {problem}")
+                continue
+
+            status = response.status_code
+            if status == 401:
+                raise TokenRejected(
+                    f"token rejected: GitHub answered 401 to GET {path}; check GITHUB_TOKEN", 401
+                )
+            rate_limited = self._rate_limit_wait(response)
+            if rate_limited is not None:
+                rate_limit_waits += 1
+                if rate_limit_waits > self._max_rate_limit_waits:
+                    raise GitHubError(
+                        f"GET {path}: still rate limited after {self._max_rate_limit_waits} waits", status
+                    )
+                self._wait(*rate_limited)
+                continue
+            if status in _NOT_FOUND_STATUSES:
+                raise NotFound(f"GET {path}: {status} {response.reason or 'Not Found'}", status)
+            if status >= 500:
+                failures += 1
+                if failures > self.max_retries:
+                    raise GitHubUnavailable(
+                        f"GET {path}: server error {status}, {self.max_retries} retries exhausted", status
+                    )
+                self._backoff(failures, f"GET {path}: server error {status}")
+                continue
+            if status >= 400:
+                raise GitHubError(f"GET {path}: {status} {_api_message(response)}", status)
+            valid = True
+            try:
+                data = response.json()
+            except ValueError:
+                valid = False
+            if not valid:
+                failures += 1
+                if failures > self.max_retries:
+                    raise InvalidResponse(
+                        f"GET {path}: the response is not valid JSON (truncated?), "
+                        f"{self.max_retries} retries exhausted",
+                        status,
+                    )
+                self._backoff(failures, f"GET {path}: invalid JSON in the response")
+                continue
+            self._note_rate_limit(response)
+            return data, response
+
+    def _backoff(self, failures: int, problem: str) -> None:
+        seconds = self._backoff_base * 2 ** (failures - 1)
+        self._wait(seconds, f"{problem}; retry {failures} of {self.max_retries}")
+
+    def _rate_limit_wait(self, response: requests.Response) -> tuple[float, str] | None:
+        if response.status_code not in (403, 429):
+            return None
+        headers = response.headers
+        retry_after = headers.get("Retry-After")
+        if retry_after is not None:
+            seconds = _retry_after_seconds(retry_after, self._clock())
+            if seconds is not None:
+                return seconds, f"rate limited ({response.status_code}); Retry-After {retry_after}"
+        if headers.get("X-RateLimit-Remaining") == "0" and headers.get("X-RateLimit-Reset", "").isdigit():
+            reset = int(headers["X-RateLimit-Reset"])
+            seconds = max(reset - self._clock(), 0.0) + 1.0
+            return seconds, f"rate limit exhausted ({response.status_code}); resets at {_utc(reset)}"
+        if response.status_code == 429 or "rate limit" in _api_message(response).lower():
+            return _SECONDARY_LIMIT_WAIT, f"secondary rate limit ({response.status_code})"
+        return None
+
+    def _note_rate_limit(self, response: requests.Response) -> None:
+        headers = response.headers
+        if headers.get("X-RateLimit-Remaining") == "0" and headers.get("X-RateLimit-Reset", "").isdigit():
+            self._resume_at = int(headers["X-RateLimit-Reset"]) + 1.0
+
+
+def _path(url: str) -> str:
+    return urlsplit(url).path or "/"
+
+
+def _utc(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _api_message(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.reason or ""
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return str(data["message"])[:200]
+    return response.reason or ""

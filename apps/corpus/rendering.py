@@ -1,0 +1,358 @@
+"""Render untrusted issue and answer bodies (Markdown, HTML, plain text) to safe HTML.
+
+Pure module (no Django). Item bodies come from the internet (DESIGN.md §8): whatever they hold,
+the output of every function here runs no script, carries no event handler, loads nothing through
+``javascript:``, ``vbscript:`` or ``data:`` URLs, and its links get ``rel="noopener nofollow"``.
+
+Pipeline, the same for every format:
+
+1. Markdown is turned into HTML with markdown-it-py, GitHub-like: CommonMark plus tables,
+   strikethrough, fenced code, raw HTML (sanitised below), and bare ``http(s)://`` / ``www.``
+   autolinks (GFM's autolink extension, matched here without the linkify-it-py dependency).
+2. A first nh3 (ammonia) pass parses the HTML into a normal form, keeping ``class`` on
+   ``<pre>``/``<code>`` so that the language of each code block can be read: a fence's info word
+   (``language-python``) or Stack Overflow's ``lang-py`` class, else ``default_language``.
+3. Each ``<pre><code>`` block is highlighted with Pygments as class-based ``<span>`` elements
+   (no inline styles; the stylesheet is :func:`pygments_css`). An unknown language, ``lang-none``,
+   or a block over 50,000 characters stays plain, escaped text.
+4. A strict nh3 pass writes the final HTML: an allowlist of tags and attributes; ``script``,
+   ``style`` and other active content dropped together with their content; URLs limited to
+   ``http``, ``https`` and ``mailto`` (relative URLs are resolved against ``base_url`` when given,
+   else removed); ``class`` kept only for Pygments token classes, ``highlight`` on ``<pre>`` and
+   ``language-*`` on ``<code>``; images get ``loading="lazy"`` and ``referrerpolicy="no-referrer"``.
+
+The security guarantee rests on step 4 alone: steps 2 and 3 only shape the HTML it receives.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
+from urllib.parse import urljoin, urlsplit
+
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import get_all_lexers, get_lexer_by_name
+from pygments.token import STANDARD_TYPES
+from pygments.util import ClassNotFound
+
+from apps.corpus.records import BodyFormat
+
+LINK_REL = "noopener nofollow"
+MAX_HIGHLIGHT_CHARS = 50_000
+PLAIN_LANGUAGES = frozenset({"none", "nohighlight", "plain", "plaintext", "text", "txt"})
+
+_ALLOWED_TAGS = frozenset(
+    {
+        "a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "dd", "del", "details", "div",
+        "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",
+        "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strike",
+        "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "tt",
+        "u", "ul", "var", "wbr",
+    }
+)  # fmt: skip
+# Removed with everything inside them, rather than unwrapped to their text.
+_DROPPED_WITH_CONTENT = frozenset(
+    {"script", "style", "template", "noscript", "iframe", "object", "embed", "svg", "math", "textarea",
+     "select", "title", "xmp", "noembed", "noframes", "frameset", "applet"}
+)  # fmt: skip
+_ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "ol": {"start"},
+    "td": {"colspan", "rowspan"},
+    "th": {"colspan", "rowspan"},
+    "details": {"open"},
+    "q": {"cite"},
+    "blockquote": {"cite"},
+    "del": {"datetime"},
+    "ins": {"datetime"},
+}
+_ALIGNMENTS = {"left", "center", "right"}
+_URL_SCHEMES = frozenset({"http", "https", "mailto"})
+
+_CODE_BLOCK = re.compile(
+    r'<pre(?: class="(?P<pre>[^"]*)")?>\s*<code(?: class="(?P<code>[^"]*)")?>(?P<body>.*?)</code>\s*</pre>',
+    re.DOTALL,
+)
+_TAG = re.compile(r"<[^>]*>")
+
+# Stack Overflow tags that name the language of a question's code (used for `lang-default` blocks).
+_TAG_LANGUAGES = {
+    "python": "python", "python-3.x": "python", "python-2.7": "python", "java": "java",
+    "javascript": "javascript", "typescript": "typescript", "c++": "cpp", "c": "c", "c#": "csharp",
+    "r": "r", "go": "go", "rust": "rust", "bash": "bash", "shell": "bash", "sql": "sql", "json": "json",
+    "yaml": "yaml", "ruby": "ruby", "php": "php", "kotlin": "kotlin", "swift": "swift",
+    "scala": "scala", "julia": "julia", "matlab": "matlab", "lua": "lua", "perl": "perl", "cuda": "cuda",
+}  # fmt: skip
+
+
+# --- GitHub-style bare-URL autolinks ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Link:
+    """The shape markdown-it-py's linkify rules expect from a linkifier's matches."""
+
+    schema: str
+    index: int
+    last_index: int
+    raw: str
+    text: str
+    url: str
+
+
+_BARE_URL = re.compile(
+    r"(?<![\w.+@/:-])(?:(?P<scheme>https?://)[\w-]+(?:\.[\w-]+)*|www\.[\w-]+(?:\.[\w-]+)+)"
+    r"(?::\d{1,5})?(?:[/?#][^\s<]*)?",
+    re.IGNORECASE,
+)
+_TRAILING_ENTITY = re.compile(r"&[A-Za-z0-9]+;$")
+
+
+def _trim_url(text: str) -> str:
+    """GFM's rules for where an autolink ends: trailing punctuation and unbalanced ``)`` stay out."""
+    while text:
+        last = text[-1]
+        unbalanced = last == ")" and text.count(")") > text.count("(")
+        if last in "?!.,:*_~'\"" or unbalanced:
+            text = text[:-1]
+        elif last == ";" and (entity := _TRAILING_ENTITY.search(text)):
+            text = text[: entity.start()]
+        else:
+            break
+    return text
+
+
+class _GfmLinkify:
+    """A minimal stand-in for linkify-it-py: ``http(s)://`` and ``www.`` links only (no e-mail, no
+    bare domains, which would link version strings such as ``torch@1.2``)."""
+
+    def pretest(self, text: str) -> bool:
+        lowered = text.lower()
+        return "://" in lowered or "www." in lowered
+
+    def test(self, text: str) -> bool:
+        return bool(self.match(text))
+
+    def match(self, text: str) -> list[_Link] | None:
+        links = [link for found in _BARE_URL.finditer(text) if (link := self._link(found, found.start()))]
+        return links or None
+
+    def match_at_start(self, text: str) -> _Link | None:
+        found = _BARE_URL.match(text)
+        if found is None or found.group("scheme") is None:
+            return None
+        return self._link(found, 0)
+
+    @staticmethod
+    def _link(found: re.Match[str], index: int) -> _Link | None:
+        raw = _trim_url(found.group(0))
+        if not raw or raw.lower().rstrip("/") in ("http:", "https:", "www"):
+            return None
+        has_scheme = found.group("scheme") is not None
+        return _Link(
+            schema=raw.split(":", 1)[0].lower() + ":" if has_scheme else "",
+            index=index,
+            last_index=index + len(raw),
+            raw=raw,
+            text=raw,
+            url=raw if has_scheme else f"https://{raw}",
+        )
+
+
+def _table_alignment(state: StateCore) -> None:
+    # markdown-it writes alignment as style="text-align:..."; style is not allowed through the
+    # sanitizer, the legacy align attribute (restricted to three values) is.
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open"):
+            style = str(token.attrs.get("style", ""))
+            token.attrs = {}
+            if style.startswith("text-align:"):
+                token.attrs["align"] = style.removeprefix("text-align:")
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("gfm-like", {"linkify": True, "html": True, "typographer": False})
+    md.linkify = _GfmLinkify()
+    md.core.ruler.push("table_alignment", _table_alignment)
+    return md
+
+
+# --- sanitizers ------------------------------------------------------------------------------------
+
+
+@cache
+def _code_classes() -> frozenset[str]:
+    return frozenset(
+        f"language-{aliases[0]}" for _name, aliases, _files, _mimes in get_all_lexers() if aliases
+    )
+
+
+@cache
+def _token_classes() -> frozenset[str]:
+    return frozenset(name for name in STANDARD_TYPES.values() if name)
+
+
+@cache
+def _loose_cleaner() -> nh3.Cleaner:
+    attributes = {tag: set(names) for tag, names in _ALLOWED_ATTRIBUTES.items()}
+    attributes["pre"] = {"class"}
+    attributes["code"] = {"class"}
+    attributes["td"] = attributes["td"] | {"align"}
+    attributes["th"] = attributes["th"] | {"align"}
+    return nh3.Cleaner(
+        tags=set(_ALLOWED_TAGS),
+        clean_content_tags=set(_DROPPED_WITH_CONTENT),
+        attributes=attributes,
+        url_schemes=set(_URL_SCHEMES),
+        link_rel=None,
+    )
+
+
+# The base of relative links for the body being cleaned. One strict cleaner serves every body (a
+# cleaner per base URL would be one per item); its url_relative callback reads the base from here.
+_BASE_URL: ContextVar[str | None] = ContextVar("_BASE_URL", default=None)
+
+
+def _resolve_relative(url: str) -> str | None:
+    """A relative URL resolved against the current base, or ``None`` (removed) without one."""
+    base = _BASE_URL.get()
+    if not base:
+        return None
+    resolved = urljoin(base, url)
+    return resolved if urlsplit(resolved).scheme in _URL_SCHEMES else None
+
+
+@cache
+def _strict_cleaner() -> nh3.Cleaner:
+    return nh3.Cleaner(
+        tags=set(_ALLOWED_TAGS),
+        clean_content_tags=set(_DROPPED_WITH_CONTENT),
+        attributes={tag: set(names) for tag, names in _ALLOWED_ATTRIBUTES.items()},
+        tag_attribute_values={"td": {"align": _ALIGNMENTS}, "th": {"align": _ALIGNMENTS}},
+        set_tag_attribute_values={"img": {"loading": "lazy", "referrerpolicy": "no-referrer"}},
+        allowed_classes={
+            "span": set(_token_classes()),
+            "pre": {"highlight"},
+            "code": set(_code_classes()),
+        },
+        url_schemes=set(_URL_SCHEMES),
+        url_relative=_resolve_relative,
+        link_rel=LINK_REL,
+        strip_comments=True,
+    )
+
+
+# --- code highlighting -----------------------------------------------------------------------------
+
+
+@cache
+def _lexer(name: str) -> Lexer | None:
+    try:
+        return get_lexer_by_name(name)
+    except ClassNotFound:
+        return None
+
+
+def _language_lexer(classes: Sequence[str], default_language: str | None) -> Lexer | None:
+    for class_name in classes:
+        for prefix in ("language-", "lang-"):
+            if not class_name.startswith(prefix):
+                continue
+            name = class_name.removeprefix(prefix).lower()
+            if name in PLAIN_LANGUAGES:
+                return None
+            if name == "default":
+                break
+            return _lexer(name[:40])
+    return _lexer(default_language.lower()[:40]) if default_language else None
+
+
+@cache
+def _formatter() -> HtmlFormatter[str]:
+    return HtmlFormatter(nowrap=True)
+
+
+def _highlight_block(found: re.Match[str], default_language: str | None) -> str:
+    classes = f"{found.group('pre') or ''} {found.group('code') or ''}".split()
+    code = html.unescape(_TAG.sub("", found.group("body")))
+    lexer = _language_lexer(classes, default_language)
+    if lexer is None or len(code) > MAX_HIGHLIGHT_CHARS:
+        return f'<pre class="highlight"><code>{html.escape(code, quote=False)}</code></pre>'
+    body = highlight(code, lexer, _formatter())
+    return f'<pre class="highlight"><code class="language-{lexer.aliases[0]}">{body}</code></pre>'
+
+
+def _finish(markup: str, base_url: str | None, default_language: str | None) -> str:
+    normalised = _loose_cleaner().clean(markup)
+    highlighted = _CODE_BLOCK.sub(lambda found: _highlight_block(found, default_language), normalised)
+    token = _BASE_URL.set(base_url or None)
+    try:
+        return _strict_cleaner().clean(highlighted)
+    finally:
+        _BASE_URL.reset(token)
+
+
+# --- public API ------------------------------------------------------------------------------------
+
+
+def render_markdown(text: str, *, base_url: str | None = None, default_language: str | None = None) -> str:
+    """Safe HTML for a GitHub-flavoured Markdown body (see the module docstring)."""
+    return _finish(_markdown().render(text), base_url, default_language)
+
+
+def render_html(markup: str, *, base_url: str | None = None, default_language: str | None = None) -> str:
+    """Safe HTML for an HTML body (Stack Exchange posts), code blocks highlighted."""
+    return _finish(markup, base_url, default_language)
+
+
+def render_text(text: str) -> str:
+    """Plain text as HTML paragraphs: blank lines separate paragraphs, single newlines become ``<br>``."""
+    paragraphs = [part for part in re.split(r"\n\s*\n", text.replace("\r\n", "\n").strip()) if part.strip()]
+    markup = "".join(f"<p>{html.escape(part).replace(chr(10), '<br>')}</p>" for part in paragraphs)
+    return _strict_cleaner().clean(markup)
+
+
+def render_body(
+    body: str, body_format: BodyFormat, *, base_url: str | None = None, default_language: str | None = None
+) -> str:
+    """Dispatch on ``body_format`` (``markdown``, ``html`` or ``text``)."""
+    if body_format == "markdown":
+        return render_markdown(body, base_url=base_url, default_language=default_language)
+    if body_format == "html":
+        return render_html(body, base_url=base_url, default_language=default_language)
+    if body_format == "text":
+        return render_text(body)
+    raise ValueError(f"unknown body format {body_format!r}")
+
+
+def language_for_tags(tags: Sequence[str]) -> str | None:
+    """The code language a Stack Overflow question's tags imply (for its ``lang-default`` blocks)."""
+    for tag in tags:
+        language = _TAG_LANGUAGES.get(tag.lower())
+        if language is not None:
+            return language
+    return None
+
+
+def pygments_css(selector: str = ".highlight", style: str = "default") -> str:
+    """The stylesheet for highlighted code blocks (class-based spans), for the static CSS."""
+    return str(HtmlFormatter(style=style).get_style_defs(selector))
+
+
+def render_options(url: str, tags: Sequence[str]) -> dict[str, str | None]:
+    """Keyword arguments for :func:`render_body` for the item at ``url``: its page as the base of
+    relative links (as a browser on GitHub or Stack Overflow would resolve them) and the default
+    code language implied by its tags."""
+    return {"base_url": url or None, "default_language": language_for_tags(tags)}
