@@ -221,12 +221,13 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 if not REDIS_URL:
     _queue_dir = VAR_DIR / "queue"
-    for _sub in ("in", "processed"):
+    for _sub in ("in", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir / "in"),
         "data_folder_out": str(_queue_dir / "in"),
         "processed_folder": str(_queue_dir / "processed"),
+        "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ACKS_LATE = True
