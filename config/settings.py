@@ -117,7 +117,8 @@ def _database() -> dict[str, object]:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL ({url!r}): {exc}") from exc
     if not config.get("ENGINE"):
         raise ImproperlyConfigured(f"DATABASE_URL has an unsupported scheme: {url!r}")
-    config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    # Persistent connections in production; none in tests, whose live servers must let go of the test DB.
+    config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0 if TESTING else 60))
     config["CONN_HEALTH_CHECKS"] = True
     return dict(config)
 
