@@ -5,5 +5,16 @@ from . import views
 app_name = "annotation"
 urlpatterns = [
     path("queue/", views.queue, name="queue"),
+    path("label/next/", views.next_item, name="next"),
+    path("label/<int:pk>/", views.workbench, name="workbench"),
+    path("label/<int:pk>/draft/", views.save_draft, name="draft"),
+    path("label/<int:pk>/submit/", views.submit, name="submit"),
     path("rounds/", views.rounds, name="rounds"),
+    path("rounds/draw/", views.draw, name="draw"),
+    path("rounds/assign/", views.assign, name="assign"),
+    path("rounds/add/", views.add_items, name="add-items"),
+    path("rounds/<int:number>/", views.round_detail, name="round-detail"),
+    path("rounds/<int:number>/reassign/<int:pk>/", views.reassign, name="reassign"),
+    path("screening/", views.screening, name="screening"),
+    path("screening/<int:pk>/", views.screen, name="screen"),
 ]

@@ -1,0 +1,347 @@
+"""Rounds, assignments and labels over the API.
+
+Leads and owners draw and assign rounds and read every assignment and annotation of their study. Every
+member reads their own queue and annotations and submits labels for their own assignments only:
+assignments are fetched through `Assignment.objects.for_annotator(user)`, so another annotator's
+assignment is a 404, and the lead-wide lists are 403 for annotators. Labels are written by
+`services.submit_annotation`, the workbench's own service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, F, QuerySet
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.api import Conflict, Refused, StudyAPIView, StudyListAPIView, refuse
+
+from . import services
+from .models import Annotation, AnnotationQuerySet, Assignment, Round
+from .serializers import (
+    AnnotationSerializer,
+    AssignmentFilterSerializer,
+    AssignmentSerializer,
+    AssignResultSerializer,
+    AssignRoundSerializer,
+    DrawResultSerializer,
+    DrawRoundSerializer,
+    RoundDetailSerializer,
+    RoundSerializer,
+    SubmitResultSerializer,
+    SubmitSerializer,
+)
+
+
+def annotation_data(annotation: Annotation, book: services.LoadedCodebook) -> dict[str, Any]:
+    """An annotation as `AnnotationSerializer` data; the caller fetched it through a scoped query."""
+    assignment = annotation.assignment
+    findings = [
+        {"values": {dim: (v if v == "pending" else list(v)) for dim, v in values.items()}}
+        for values in services.stored_labels(annotation, book)
+    ]
+    return {
+        "assignment": assignment.pk,
+        "item": assignment.item_id,
+        "round": assignment.round.number,
+        "annotator": assignment.annotator.username,
+        "findings": findings,
+        "memo": annotation.memo,
+        "codebook_version": annotation.codebook_version,
+        "submitted_at": annotation.submitted_at,
+        "updated_at": annotation.updated_at,
+        "seconds_spent": annotation.seconds_spent,
+    }
+
+
+# --- rounds (leads and owners) -----------------------------------------------------------------------
+
+
+def _rounds(study_id: int) -> QuerySet[Round]:
+    return Round.objects.filter(study_id=study_id).annotate(n_items=Count("round_items"))
+
+
+class RoundList(StudyListAPIView[Round]):
+    """The study's rounds (leads and owners). POST draws a round: a seeded random sample (stratified when
+    `stratify` is given) of the items in no round and not screened out; the same draw twice changes
+    nothing."""
+
+    serializer_class = RoundSerializer
+    lead_only = True
+    cursor_ordering = "number"
+
+    def get_queryset(self) -> QuerySet[Round]:
+        return _rounds(self.study.pk)
+
+    @extend_schema(
+        request=DrawRoundSerializer, responses={201: DrawResultSerializer, 200: DrawResultSerializer}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        form = DrawRoundSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            result = services.draw_round(
+                self.study,
+                number=data["number"],
+                size=data["size"],
+                seed=data["seed"],
+                stratify_field=data.get("stratify", ""),
+                actor=self.user,
+            )
+        except services.RoundError as exc:
+            refuse(exc)
+        body = {
+            "round": _rounds(self.study.pk).get(pk=result.round.pk),
+            "drawn": result.drawn,
+            "population": result.population,
+            "created": result.created,
+        }
+        return Response(
+            DrawResultSerializer(body).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class RoundDetail(StudyAPIView):
+    """One round with each annotator's progress (leads and owners)."""
+
+    lead_only = True
+
+    @extend_schema(responses=RoundDetailSerializer, operation_id="round_detail")
+    def get(self, request: Request, slug: str, number: int) -> Response:
+        round_ = get_object_or_404(_rounds(self.study.pk), number=number)
+        round_.progress = [row for row in services.round_progress(self.study) if row["round_id"] == round_.pk]  # type: ignore[attr-defined]
+        return Response(RoundDetailSerializer(round_).data)
+
+
+class RoundAssign(StudyAPIView):
+    """Give each item of the round to `overlap` (default: the study's) of the annotators named, balanced;
+    run again to complete and rebalance open work (leads and owners)."""
+
+    lead_only = True
+
+    @extend_schema(request=AssignRoundSerializer, responses=AssignResultSerializer)
+    def post(self, request: Request, slug: str, number: int) -> Response:
+        form = AssignRoundSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        get_object_or_404(Round.objects.filter(study=self.study), number=number)
+        try:
+            result = services.assign_round(
+                self.study,
+                number,
+                form.validated_data["annotators"],
+                overlap=form.validated_data.get("overlap"),
+                actor=self.user,
+            )
+        except services.RoundError as exc:
+            refuse(exc)
+        return Response(
+            AssignResultSerializer(
+                {
+                    "created": result.created,
+                    "moved": result.moved,
+                    "loads": dict(result.loads),
+                    "open_loads": dict(result.open_loads),
+                }
+            ).data
+        )
+
+
+# --- assignments ------------------------------------------------------------------------------------
+
+
+def _with_refs(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    return assignments.select_related("item", "round", "annotator").only(
+        "id", "status", "position", "created_at", "submitted_at", "round__number", "item__id", "item__url",
+        "item__title", "annotator__username", "study_id", "round_id", "item_id", "annotator_id",
+    )  # fmt: skip
+
+
+@extend_schema(parameters=[AssignmentFilterSerializer])
+class AssignmentList(StudyListAPIView[Assignment]):
+    """Every assignment of the study, filtered (leads and owners). No labels: see annotations/."""
+
+    serializer_class = AssignmentSerializer
+    lead_only = True
+
+    def get_queryset(self) -> QuerySet[Assignment]:
+        filters = AssignmentFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        rows = Assignment.objects.for_lead(self.user).filter(study=self.study)
+        if data.get("round") is not None:
+            rows = rows.filter(round__number=data["round"])
+        if data.get("annotator"):
+            rows = rows.filter(annotator__username=data["annotator"])
+        if data.get("status"):
+            rows = rows.filter(status=data["status"])
+        if data.get("item") is not None:
+            rows = rows.filter(item_id=data["item"])
+        return _with_refs(rows)
+
+
+class MyQueue(StudyListAPIView[Assignment]):
+    """The caller's open assignments in queue order (round, then position), decided items left out."""
+
+    serializer_class = AssignmentSerializer
+    cursor_ordering = ("round_number", "position", "id")
+
+    def get_queryset(self) -> QuerySet[Assignment]:
+        mine = Assignment.objects.for_annotator(self.user).filter(study=self.study).open()
+        mine = mine.exclude(item__review__state=services.DECIDED)
+        return _with_refs(mine).annotate(round_number=F("round__number"))
+
+
+class AssignmentDetail(StudyAPIView):
+    """One assignment: the caller's own, or any of the study for a lead or owner."""
+
+    @extend_schema(responses=AssignmentSerializer, operation_id="assignment_detail")
+    def get(self, request: Request, slug: str, pk: int) -> Response:
+        scope = (
+            Assignment.objects.for_lead(self.user)
+            if self.is_lead
+            else Assignment.objects.for_annotator(self.user)
+        )
+        assignment = get_object_or_404(_with_refs(scope.filter(study=self.study)), pk=pk)
+        return Response(AssignmentSerializer(assignment).data)
+
+
+# --- annotations ------------------------------------------------------------------------------------
+
+
+def _annotations(scope: AnnotationQuerySet, study_id: int) -> AnnotationQuerySet:
+    return scope.filter(assignment__study_id=study_id).select_related(
+        "assignment__round", "assignment__annotator"
+    )
+
+
+class AnnotationList(StudyListAPIView[Annotation]):
+    """Every submitted annotation of the study with its labels (leads and owners), filtered like
+    assignments/. Pages of 20 by default."""
+
+    serializer_class = AnnotationSerializer
+    lead_only = True
+
+    def get_queryset(self) -> QuerySet[Annotation]:
+        filters = AssignmentFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        rows = _annotations(Annotation.objects.for_lead(self.user), self.study.pk).submitted()
+        if data.get("round") is not None:
+            rows = rows.filter(assignment__round__number=data["round"])
+        if data.get("annotator"):
+            rows = rows.filter(assignment__annotator__username=data["annotator"])
+        if data.get("item") is not None:
+            rows = rows.filter(assignment__item_id=data["item"])
+        return rows
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return _annotation_page(self)
+
+    @extend_schema(parameters=[AssignmentFilterSerializer])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class MyAnnotations(StudyListAPIView[Annotation]):
+    """The caller's own submitted annotations with their labels, newest id first."""
+
+    serializer_class = AnnotationSerializer
+    cursor_ordering = "-id"
+
+    def get_queryset(self) -> QuerySet[Annotation]:
+        return _annotations(Annotation.objects.for_annotator(self.user), self.study.pk).submitted()
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return _annotation_page(self)
+
+
+def _annotation_page(view: StudyListAPIView[Annotation]) -> Response:
+    page = view.paginate_queryset(view.get_queryset())
+    assert page is not None  # the view is paginated
+    book = services.load_codebook(view.study)
+    data = [annotation_data(a, book) for a in page]
+    return view.get_paginated_response(AnnotationSerializer(data, many=True).data)
+
+
+class AssignmentAnnotation(StudyAPIView):
+    """GET the labels of an assignment (the caller's own; a lead or owner any of the study): 404 until
+    submitted. POST submits the caller's labels for their own assignment, with the workbench's checks;
+    the same labels twice store one annotation (`changed` false)."""
+
+    extra_error_statuses = (409,)
+
+    @extend_schema(responses=AnnotationSerializer, operation_id="assignment_annotation")
+    def get(self, request: Request, slug: str, pk: int) -> Response:
+        scope = (
+            Annotation.objects.for_lead(self.user)
+            if self.is_lead
+            else Annotation.objects.for_annotator(self.user)
+        )
+        annotation = get_object_or_404(_annotations(scope, self.study.pk).submitted(), assignment_id=pk)
+        return Response(
+            AnnotationSerializer(annotation_data(annotation, services.load_codebook(self.study))).data
+        )
+
+    @extend_schema(
+        request=SubmitSerializer, responses={201: SubmitResultSerializer, 200: SubmitResultSerializer}
+    )
+    def post(self, request: Request, slug: str, pk: int) -> Response:
+        assignment = get_object_or_404(
+            Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk
+        )
+        form = SubmitSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        book = services.load_codebook(self.study)
+        payload = {"findings": data["findings"], "memo": data.get("memo", "")}
+        try:
+            result = services.submit_annotation(
+                assignment,
+                payload,
+                self.user,
+                codebook_version=data.get("codebook_version", book.version),
+                seconds_spent=data.get("seconds_spent"),
+            )
+        except services.StaleCodebook as exc:
+            raise Refused(str(exc), [str(p) for p in exc.problems], status_code=409) from exc
+        except services.AlreadyDecided as exc:
+            raise Conflict(str(exc)) from exc
+        except services.InvalidLabels as exc:
+            refuse("These labels cannot be saved.", exc.problems)
+        except services.NotYourAssignment as exc:  # fetched through for_annotator: cannot happen
+            refuse(exc, status_code=403)
+        annotation = _annotations(Annotation.objects.for_annotator(self.user), self.study.pk).get(
+            pk=result.annotation.pk
+        )
+        body = {**annotation_data(annotation, services.load_codebook(self.study)), "created": result.created,
+                "changed": result.changed}  # fmt: skip
+        return Response(
+            SubmitResultSerializer(body).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+urlpatterns = [
+    path("studies/<slug:slug>/rounds/", RoundList.as_view(), name="api-round-list"),
+    path("studies/<slug:slug>/rounds/<int:number>/", RoundDetail.as_view(), name="api-round-detail"),
+    path("studies/<slug:slug>/rounds/<int:number>/assign/", RoundAssign.as_view(), name="api-round-assign"),
+    path("studies/<slug:slug>/assignments/", AssignmentList.as_view(), name="api-assignment-list"),
+    path(
+        "studies/<slug:slug>/assignments/<int:pk>/", AssignmentDetail.as_view(), name="api-assignment-detail"
+    ),
+    path(
+        "studies/<slug:slug>/assignments/<int:pk>/annotation/",
+        AssignmentAnnotation.as_view(),
+        name="api-assignment-annotation",
+    ),
+    path("studies/<slug:slug>/annotations/", AnnotationList.as_view(), name="api-annotation-list"),
+    path("studies/<slug:slug>/my/queue/", MyQueue.as_view(), name="api-my-queue"),
+    path("studies/<slug:slug>/my/annotations/", MyAnnotations.as_view(), name="api-my-annotations"),
+]

@@ -1,0 +1,80 @@
+"""Annotation workflows: rounds (sample, add, screen), assignment, drafts, submission, label import.
+
+Each write runs in one `transaction.atomic`. Locking contracts:
+
+* `draw_round`, `add_items_to_round`, `assign_round` and `import_annotations` lock the study row
+  (``select_for_update``), so two leads drawing or assigning at once are serialised and cannot put one
+  item in two samples or give it twice to one annotator;
+* `submit_annotation`, `save_draft` and `reassign` lock the assignment row; with the one-to-one
+  constraint between assignment and annotation, two clicks or two tabs store one annotation.
+
+`annotation_submitted` is sent inside the submitting transaction: the adjudication app's receivers
+run in it, so a failing receiver rolls the submission back. This module never imports adjudication;
+whether an item is decided is read through the reverse relations of `Item` (`review`, `decisions`).
+"""
+
+from .common import (
+    DECIDED,
+    AlreadyDecided,
+    AnnotationError,
+    ImportLabelsError,
+    InvalidLabels,
+    LoadedCodebook,
+    NotYourAssignment,
+    RoundError,
+    StaleCodebook,
+    decided_item_ids,
+    load_codebook,
+    stored_labels,
+)
+from .imports import ImportLabelsResult, import_annotations
+from .labelling import SubmitResult, next_open_assignment, save_draft, submit_annotation
+from .rounds import (
+    AddResult,
+    AssignResult,
+    SampleResult,
+    add_items_to_round,
+    assign_round,
+    draw_round,
+    eligible_items,
+    matching_items,
+    reassign,
+    round_loads,
+    round_progress,
+    screen_items,
+    study_members,
+)
+
+__all__ = [
+    "DECIDED",
+    "AddResult",
+    "AlreadyDecided",
+    "AnnotationError",
+    "AssignResult",
+    "ImportLabelsError",
+    "ImportLabelsResult",
+    "InvalidLabels",
+    "LoadedCodebook",
+    "NotYourAssignment",
+    "RoundError",
+    "SampleResult",
+    "StaleCodebook",
+    "SubmitResult",
+    "add_items_to_round",
+    "assign_round",
+    "decided_item_ids",
+    "draw_round",
+    "eligible_items",
+    "import_annotations",
+    "load_codebook",
+    "matching_items",
+    "next_open_assignment",
+    "reassign",
+    "round_loads",
+    "round_progress",
+    "save_draft",
+    "screen_items",
+    "stored_labels",
+    "study_members",
+    "submit_annotation",
+]

@@ -1,0 +1,229 @@
+"""The workbench's writes: drafts and submission, and the next item of a queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+
+from .. import payload as pl
+from ..models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    Finding,
+    LabelValue,
+)
+from ..signals import annotation_submitted
+from .common import (
+    DECIDED,
+    MAX_DRAFT_CHARS,
+    MAX_SECONDS_PER_ITEM,
+    AlreadyDecided,
+    InvalidLabels,
+    LoadedCodebook,
+    NotYourAssignment,
+    StaleCodebook,
+    decided_item_ids,
+    load_codebook,
+    stored_labels,
+)
+
+
+def _check_annotator(assignment: Assignment, user: User | Any) -> None:
+    if assignment.annotator_id != getattr(user, "pk", None):
+        raise NotYourAssignment("This item is not assigned to you.")
+
+
+def save_draft(assignment: Assignment, user: User, data: Mapping[str, Any]) -> Annotation | None:
+    """Autosave: keep the workbench's unsubmitted state (`data`, the payload JSON as the form holds it,
+    unvalidated) on the annotation, creating it on first save. Returns None when nothing is stored: the
+    item is decided, or the draft equals the labels already submitted."""
+    if len(repr(data)) > MAX_DRAFT_CHARS:
+        raise InvalidLabels([pl.Problem(f"the draft is larger than {MAX_DRAFT_CHARS} characters")])
+    draft = {"findings": data.get("findings", []), "memo": str(data.get("memo", ""))}
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
+        _check_annotator(locked, user)
+        if decided_item_ids([locked.item_id]):
+            return None
+        annotation = Annotation.objects.filter(assignment=locked).first()
+        now = timezone.now()
+        if annotation is None:
+            return Annotation.objects.create(assignment=locked, draft=draft, started_at=now, updated_at=now)
+        if annotation.submitted_at is not None:
+            book = load_codebook(locked.study)
+            stored = pl.normal_form(stored_labels(annotation, book), annotation.memo)
+            if _draft_normal_form(draft, book) == stored:
+                if annotation.draft:
+                    annotation.draft = {}
+                    annotation.save(update_fields=["draft"])
+                return None
+        annotation.draft = draft
+        annotation.save(update_fields=["draft"])
+        return annotation
+
+
+def _draft_normal_form(draft: Mapping[str, Any], book: LoadedCodebook) -> dict[str, Any] | None:
+    try:
+        parsed = pl.parse_payload(draft)
+        clean = pl.validate_payload(parsed, book.schema, allow_inactive=True)
+    except pl.PayloadError:
+        return None
+    return clean.to_json()
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    annotation: Annotation
+    created: bool  # the first submission of this assignment
+    changed: bool  # False: the same labels were already submitted (a double click, a second tab)
+
+
+def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
+    if seconds_spent is not None:
+        spent = seconds_spent
+    elif annotation is not None:
+        spent = int((now - annotation.started_at).total_seconds())
+    else:
+        spent = 0
+    return max(0, min(spent, MAX_SECONDS_PER_ITEM))
+
+
+def submit_annotation(
+    assignment: Assignment,
+    payload: Mapping[str, Any] | pl.Payload,
+    user: User,
+    *,
+    codebook_version: int,
+    seconds_spent: int | None = None,
+) -> SubmitResult:
+    """Store the labels of `payload` as the assignment's annotation and mark the assignment submitted.
+
+    One transaction; the assignment row is locked first (two clicks or two tabs queue up here), then:
+    refuse (NotYourAssignment) if `user` is not its annotator, (AlreadyDecided) if the item is decided;
+    validate against the current codebook with every applicable dimension required (InvalidLabels, or
+    StaleCodebook when `codebook_version`, the version the page was rendered with, is older than the
+    current one and a value names a changed category); when the same labels are already submitted,
+    return `changed=False` and write nothing; else create or replace the findings and label values,
+    set submitted_at (first submission), updated_at, the codebook version and seconds spent (`seconds_spent`
+    from the page, else the time since the annotation was started; an edit adds to it), clear the draft,
+    and send `annotation_submitted(sender=Annotation, annotation, item_id)` inside the transaction.
+    """
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
+        _check_annotator(locked, user)
+        if decided_item_ids([locked.item_id]):
+            raise AlreadyDecided("This item is decided: its labels can no longer change.")
+        book = load_codebook(locked.study)
+        try:
+            parsed = payload if isinstance(payload, pl.Payload) else pl.parse_payload(payload)
+            clean = pl.validate_payload(parsed, book.schema, user_id=user.pk, complete=True)
+        except pl.PayloadError as exc:
+            if exc.stale and codebook_version < book.version:
+                raise StaleCodebook(exc.problems, codebook_version, book.version) from exc
+            raise InvalidLabels(exc.problems) from exc
+        now = timezone.now()
+        annotation = Annotation.objects.filter(assignment=locked).first()
+        if annotation is not None and annotation.submitted_at is not None:
+            stored = pl.normal_form(stored_labels(annotation, book), annotation.memo)
+            if stored == clean.to_json():
+                if annotation.draft:
+                    annotation.draft = {}
+                    annotation.save(update_fields=["draft"])
+                return SubmitResult(annotation, created=False, changed=False)
+        created = annotation is None or annotation.submitted_at is None
+        spent = _seconds(annotation, seconds_spent, now)
+        fields = {"memo": clean.memo, "draft": {}, "codebook_version": book.version, "updated_at": now}
+        if annotation is None:
+            try:
+                with transaction.atomic():
+                    annotation = Annotation.objects.create(
+                        assignment=locked, started_at=now, submitted_at=now, seconds_spent=spent, **fields
+                    )
+            except IntegrityError:
+                # Only without row locks (SQLite) can a twin request get here first: start again on its row.
+                return submit_annotation(
+                    assignment, clean, user, codebook_version=codebook_version, seconds_spent=seconds_spent
+                )
+        else:
+            annotation.findings.all().delete()
+            if not created:
+                spent = min(MAX_SECONDS_PER_ITEM * 10, (annotation.seconds_spent or 0) + spent)
+            for name, value in fields.items():
+                setattr(annotation, name, value)
+            annotation.submitted_at = annotation.submitted_at or now
+            annotation.seconds_spent = spent
+            annotation.imported = False
+            annotation.save()
+        write_findings([(annotation, clean.findings)], book)
+        locked.status = AssignmentStatus.SUBMITTED
+        locked.submitted_at = locked.submitted_at or now
+        locked.save(update_fields=["status", "submitted_at"])
+        annotation_submitted.send(sender=Annotation, annotation=annotation, item_id=locked.item_id)
+    return SubmitResult(annotation, created=created, changed=True)
+
+
+def write_findings(
+    annotations: Sequence[tuple[Annotation, Sequence[Mapping[str, pl.Value]]]],
+    book: LoadedCodebook,
+    originals: Mapping[tuple[int, int, str, str], str] | None = None,
+) -> None:
+    """Create the findings and label values of annotations (two queries in all). `originals` maps
+    (annotation id, finding number, dimension, category key) to the key chosen before a merge."""
+    findings: list[Finding] = []
+    for annotation, values_list in annotations:
+        findings.extend(Finding(annotation=annotation, number=i) for i in range(1, len(values_list) + 1))
+    created = Finding.objects.bulk_create(findings)
+    if any(f.pk is None for f in created):  # databases that cannot return ids from a bulk insert
+        keys = [(a.pk, len(v)) for a, v in annotations]
+        created = list(
+            Finding.objects.filter(annotation_id__in=[k for k, _ in keys]).order_by("annotation_id", "number")
+        )
+    by_key = {(f.annotation_id, f.number): f for f in created}
+    values: list[LabelValue] = []
+    for annotation, values_list in annotations:
+        for number, finding_values in enumerate(values_list, start=1):
+            finding = by_key[(annotation.pk, number)]
+            for dimension, value in finding_values.items():
+                dimension_id = book.dimension_ids[dimension]
+                if value == pl.PENDING:
+                    values.append(LabelValue(finding=finding, dimension_id=dimension_id, pending=True))
+                    continue
+                for key in value:
+                    original = (originals or {}).get((annotation.pk, number, dimension, key))
+                    values.append(
+                        LabelValue(
+                            finding=finding,
+                            dimension_id=dimension_id,
+                            category_id=book.category_ids[(dimension, key)],
+                            original_category_id=book.category_ids[(dimension, original)]
+                            if original
+                            else None,
+                        )
+                    )
+    LabelValue.objects.bulk_create(values)
+
+
+# --- Importing labels ---------------------------------------------------------------------------------
+
+
+def next_open_assignment(user: User, study: Study, *, after: Assignment | None = None) -> Assignment | None:
+    """The user's next open assignment in the study (round, then queue order), skipping decided items.
+    One query."""
+    mine = (
+        Assignment.objects.for_annotator(user)
+        .filter(study=study)
+        .open()
+        .exclude(item__review__state=DECIDED)
+        .order_by("round__number", "position", "id")
+    )
+    if after is not None:
+        mine = mine.exclude(pk=after.pk)
+    return mine.first()

@@ -1,0 +1,20 @@
+"""The annotator's queue and workbench, and the lead's rounds and screening pages."""
+
+from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
+from .workbench import next_item, queue, save_draft, submit, workbench
+
+__all__ = [
+    "add_items",
+    "assign",
+    "draw",
+    "next_item",
+    "queue",
+    "reassign",
+    "round_detail",
+    "rounds",
+    "save_draft",
+    "screen",
+    "screening",
+    "submit",
+    "workbench",
+]

@@ -1,0 +1,348 @@
+"""The annotator's queue and workbench: one item, its labels, drafts and submission.
+
+Another annotator's assignment is a 404 (`Assignment.objects.for_annotator`), and nothing here reads
+another annotator's labels, except those of a decided item when the study reveals them. A refused
+submission re-renders the page with status 422 (409 for a stale codebook or a decided item), the
+posted labels kept and the problems listed (docs/labelling.md, "Errors").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.models import Study, User
+from apps.accounts.permissions import access_study
+from apps.core.context import study_context
+from apps.core.http import HtmxHttpRequest
+from apps.corpus.models import Item
+from apps.corpus.services import ensure_rendered
+
+from .. import payload as pl
+from .. import services
+from ..forms import WorkbenchForm
+from ..models import Annotation, Assignment, AssignmentStatus
+from .common import request_user
+
+QUEUE_SIZE = 200
+
+
+# --- The annotator's queue ---------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """My assignments in the study: per round done / total, the open ones, and those I may still edit."""
+    study, role = access_study(request.user, slug)
+    mine = Assignment.objects.for_annotator(request.user).filter(study=study)
+    per_round: list[dict[str, Any]] = [
+        dict(row)
+        for row in mine.values("round__number", "round__name")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)))
+        .order_by("round__number")
+    ]
+    for row in per_round:
+        row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
+    rows = mine.select_related("item", "round").order_by("round__number", "position", "id")
+    ctx = study_context(
+        study,
+        role,
+        "queue",
+        per_round=per_round,
+        open=list(rows.open().exclude(item__review__state=services.DECIDED)[:QUEUE_SIZE]),
+        submitted=list(rows.submitted().order_by("-submitted_at")[:50]),
+        done=sum(r["done"] for r in per_round),
+        total=sum(r["total"] for r in per_round),
+    )
+    return render(request, "annotation/queue.html", ctx)
+
+
+@login_required
+@require_GET
+def next_item(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Redirect to my next open assignment, or to my queue when none is left."""
+    study, _ = access_study(request.user, slug)
+    assignment = services.next_open_assignment(request_user(request), study)
+    if assignment is None:
+        messages.success(request, "Nothing left to label in this study. Thank you!")
+        return redirect("annotation:queue", slug=study.slug)
+    return redirect("annotation:workbench", slug=study.slug, pk=assignment.pk)
+
+
+# --- The workbench -----------------------------------------------------------------------------------
+
+
+def _own_assignment(request: HtmxHttpRequest, study: Study, pk: int) -> Assignment:
+    return get_object_or_404(
+        Assignment.objects.for_annotator(request.user)
+        .filter(study=study)
+        .select_related("item", "round", "annotation"),
+        pk=pk,
+    )
+
+
+def _annotation_of(assignment: Assignment) -> Annotation | None:
+    try:
+        return assignment.annotation
+    except Annotation.DoesNotExist:
+        return None
+
+
+def _propose_url(study: Study) -> str | None:
+    try:
+        return reverse("taxonomy:propose", kwargs={"slug": study.slug})
+    except NoReverseMatch:  # the codebook app may not offer proposals
+        return None
+
+
+def _dimensions_view(book: services.LoadedCodebook, user: User) -> list[dict[str, Any]]:
+    """Each active dimension with the options the user may pick, for the template."""
+    out = []
+    for dimension in book.index.dimensions:
+        schema_dim = book.schema.dimension(dimension.key)
+        lineages = schema_dim.categories if schema_dim else {}
+        options = []
+        tree = book.index.tree(dimension.key, active_only=False)
+        for category, depth in book.index.options(dimension.key, user.pk):
+            info = lineages.get(category.key)
+            path_names = book.index.path_names(category.id)
+            options.append(
+                {
+                    "parent": bool(tree.children(category.id)),
+                    "context": " > ".join(path_names[:-1]),
+                    "key": category.key,
+                    "name": category.name,
+                    "depth": min(depth, 5),
+                    "path": book.index.path(category.id),
+                    "definition": category.definition,
+                    "include": category.include,
+                    "exclude": category.exclude,
+                    "lineage": " ".join(info.lineage) if info else category.key,
+                    "proposed": category.is_proposed,
+                }
+            )
+        condition = ""
+        if dimension.applies_when is not None:
+            on_dim, on_cat = dimension.applies_when
+            try:
+                on = book.index.dimension(on_dim)
+                on_name = book.index.category_by_key(on_dim, on_cat).name
+                condition = f"{on.name} is {on_name}"
+            except LookupError:
+                condition = f"{on_dim} is {on_cat}"
+        out.append(
+            {
+                "key": dimension.key,
+                "name": dimension.name,
+                "description": dimension.description,
+                "multiple": dimension.multiple,
+                "applies_dim": dimension.applies_when[0] if dimension.applies_when else "",
+                "applies_cat": dimension.applies_when[1] if dimension.applies_when else "",
+                "condition": condition,
+                "options": options,
+            }
+        )
+    return out
+
+
+def _findings_view(
+    dimensions: list[dict[str, Any]], selections: list[dict[str, pl.Value]], schema: pl.Schema
+) -> list[dict[str, Any]]:
+    findings = []
+    for number, values in enumerate(selections, start=1):
+        rows = []
+        for dimension in dimensions:
+            value = values.get(dimension["key"])
+            info = schema.dimension(dimension["key"])
+            applies = pl.applies(info, values, schema) if info else True
+            rows.append(
+                {
+                    "dim": dimension,
+                    "pending": value == pl.PENDING,
+                    "selected": set(value) if isinstance(value, tuple) else set(),
+                    "applies": applies is not False,
+                }
+            )
+        findings.append({"number": number, "dims": rows})
+    return findings
+
+
+def _workbench_context(
+    request: HtmxHttpRequest,
+    study: Study,
+    role: str,
+    assignment: Assignment,
+    *,
+    posted: dict[str, Any] | None = None,
+    errors: list[str] | None = None,
+    stale: bool = False,
+) -> dict[str, Any]:
+    user = request_user(request)
+    book = services.load_codebook(study)
+    item = ensure_rendered(assignment.item)
+    annotation = _annotation_of(assignment)
+    decided = bool(services.decided_item_ids([item.pk]))
+    if posted is not None:
+        selections, memo = pl.selections(posted), str(posted.get("memo", ""))
+    elif annotation is not None and annotation.draft:
+        selections, memo = pl.selections(annotation.draft), str(annotation.draft.get("memo", ""))
+    elif annotation is not None and annotation.submitted_at is not None:
+        selections, memo = services.stored_labels(annotation, book) or [{}], annotation.memo
+    else:
+        selections, memo = [{}], ""
+    dimensions = _dimensions_view(book, user)
+    progress = Assignment.objects.filter(annotator=user, round_id=assignment.round_id).aggregate(
+        total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED))
+    )
+    revealed = []
+    if decided and study.reveal_labels_after_decision:
+        others = (
+            Annotation.objects.submitted()
+            .filter(assignment__item=item)
+            .exclude(assignment__annotator=user)
+            .select_related("assignment__annotator")
+        )
+        for other in others:
+            revealed.append(
+                {
+                    "annotator": other.assignment.annotator,
+                    "findings": _readable(services.stored_labels(other, book), book),
+                    "memo": other.memo,
+                }
+            )
+    return study_context(
+        study,
+        role,
+        "queue",
+        assignment=assignment,
+        item=item,
+        comments=item.comments.all(),
+        annotation=annotation,
+        submitted=annotation is not None and annotation.submitted_at is not None,
+        has_draft=annotation is not None and bool(annotation.draft),
+        decided=decided,
+        dimensions=dimensions,
+        findings=_findings_view(dimensions, selections, book.schema),
+        blank={**_findings_view(dimensions, [{}], book.schema)[0], "number": "__N__"},
+        meta=_meta_pairs(item),
+        memo=memo,
+        codebook_version=book.version,
+        progress={
+            **progress,
+            "percent": round(100 * progress["done"] / progress["total"]) if progress["total"] else 0,
+        },
+        errors=errors or [],
+        stale=stale,
+        revealed=revealed,
+        propose_url=_propose_url(study),
+        opened_at=int(timezone.now().timestamp()),
+    )
+
+
+def _meta_pairs(item: Item) -> list[tuple[str, str]]:
+    """A few of the item's metadata (repository, framework, state, ...) worth showing while labelling."""
+    pairs = []
+    for key, value in sorted((item.metadata or {}).items()):
+        if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+            pairs.append((key.replace("_", " "), str(value)[:80]))
+    return pairs[:8]
+
+
+def _readable(
+    selections: list[dict[str, pl.Value]], book: services.LoadedCodebook
+) -> list[list[tuple[str, str]]]:
+    """Findings as (dimension name, value text) pairs, for revealed labels."""
+    out = []
+    for values in selections:
+        row = []
+        for key, value in values.items():
+            name = book.index.dimension(key).name
+            if value == pl.PENDING:
+                row.append((name, "pending"))
+            else:
+                paths = [book.index.path(book.category_ids[(key, k)]) for k in value]
+                row.append((name, "; ".join(paths)))
+        out.append(row)
+    return out
+
+
+@login_required
+@require_GET
+def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """One item and its labels: the screen an annotator works in (keyboard shortcuts in workbench.js)."""
+    study, role = access_study(request.user, slug)
+    assignment = _own_assignment(request, study, pk)
+    return render(request, "annotation/workbench.html", _workbench_context(request, study, role, assignment))
+
+
+def _posted_payload(request: HtmxHttpRequest) -> dict[str, Any]:
+    return pl.payload_from_form({name: request.POST.getlist(name) for name in request.POST})
+
+
+@login_required
+@require_POST
+def save_draft(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Autosave (debounced by htmx, and a beacon when the tab closes): the unsubmitted state."""
+    study, _ = access_study(request.user, slug)
+    assignment = _own_assignment(request, study, pk)
+    try:
+        saved = services.save_draft(assignment, request_user(request), _posted_payload(request))
+    except services.AnnotationError as exc:
+        return render(request, "annotation/workbench.html#draft-status", {"error": str(exc)}, status=422)
+    ctx = {"saved_at": timezone.localtime() if saved is not None else None, "unchanged": saved is None}
+    return render(request, "annotation/workbench.html#draft-status", ctx)
+
+
+@login_required
+@require_POST
+def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Submit the labels; on success go to the next open item (or stay, when asked), else show why.
+
+    The draft is saved first, in its own transaction, so a refused submission loses nothing."""
+    study, role = access_study(request.user, slug)
+    assignment = _own_assignment(request, study, pk)
+    user = request_user(request)
+    form = WorkbenchForm(request.POST)
+    data = _posted_payload(request)
+    if not form.is_valid():
+        errors = [f"{name}: {' '.join(str(m) for m in e)}" for name, e in form.errors.items()]
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
+        return render(request, "annotation/workbench.html", ctx, status=422)
+    seconds = form.cleaned_data.get("seconds")
+    try:
+        services.save_draft(assignment, user, data)
+        result = services.submit_annotation(
+            assignment,
+            data,
+            user,
+            codebook_version=form.cleaned_data["codebook_version"],
+            seconds_spent=seconds if seconds else None,
+        )
+    except services.StaleCodebook as exc:
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=[str(exc)], stale=True)
+        return render(request, "annotation/workbench.html", ctx, status=409)
+    except services.InvalidLabels as exc:
+        errors = [str(p) for p in exc.problems]
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
+        return render(request, "annotation/workbench.html", ctx, status=422)
+    except services.AnnotationError as exc:
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=[str(exc)])
+        return render(request, "annotation/workbench.html", ctx, status=409)
+    if not result.changed:
+        messages.info(request, "These labels were already submitted; nothing changed.")
+    if form.cleaned_data.get("next") == "stay":
+        return redirect("annotation:workbench", slug=study.slug, pk=assignment.pk)
+    following = services.next_open_assignment(user, study, after=assignment)
+    if following is None:
+        messages.success(request, "Submitted. Nothing left to label: your queue is empty.")
+        return redirect("annotation:queue", slug=study.slug)
+    return redirect("annotation:workbench", slug=study.slug, pk=following.pk)
