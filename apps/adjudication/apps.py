@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class AdjudicationConfig(AppConfig):
     name = "apps.adjudication"
     label = "adjudication"
+
+    def ready(self) -> None:
+        from apps.annotation.signals import annotation_submitted
+        from apps.taxonomy.signals import categories_merged, labels_reassigned
+
+        from . import receivers
+
+        annotation_submitted.connect(
+            receivers.on_annotation_submitted, dispatch_uid="adjudication-consolidate"
+        )
+        categories_merged.connect(receivers.on_categories_merged, dispatch_uid="adjudication-follow-merge")
+        labels_reassigned.connect(receivers.on_labels_reassigned, dispatch_uid="adjudication-follow-split")

@@ -5,7 +5,7 @@ from . import views
 app_name = "adjudication"
 urlpatterns = [
     path("", views.study_detail, name="study-detail"),
-]
-urlpatterns += [
     path("disagreements/", views.queue, name="queue"),
+    path("disagreements/<int:item_id>/", views.resolve, name="resolve"),
+    path("decisions/<int:item_id>/", views.item_history, name="history"),
 ]

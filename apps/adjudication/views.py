@@ -1,17 +1,47 @@
-"""The study overview, the disagreement queue and the side-by-side adjudication page."""
+"""The study overview, the disagreement queue, the side-by-side adjudication page and an item's history.
+
+Every adjudication page is for leads and owners (`access_study(..., lead=True)`: 403 for annotators, 404
+for outsiders): it shows every annotator's labels. Form errors (htmx or not) re-render the decision form
+with a status saying what happened: 422 refused, 409 conflict; adjudication.js lets htmx swap those.
+"""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from typing import Any
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from apps.accounts.models import User
 from apps.accounts.permissions import LEAD_ROLES, access_study
-from apps.annotation.models import Assignment, AssignmentStatus
+from apps.annotation.models import Assignment, AssignmentStatus, Round
+from apps.annotation.payload import value_field
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
+from apps.corpus.models import Item
+from apps.taxonomy.index import CodebookIndex
 
+from . import queries
+from .forms import DecisionForm, QueueFilterForm, encode_cursor, posted_findings
+from .models import Review
+from .queries import (
+    ItemLabels,
+    QueueFilters,
+    claimed_recently,
+    counts_per_round,
+    current_decision,
+    decision_findings,
+    item_labels,
+    queue_page,
+)
+from .services import AdjudicationError, DecisionConflict, claim, decide
+from .sheet import Block, Composed, DimensionInfo, Sheet, apply_action
 from .status import progress_by_annotator, progress_by_round, study_status
 
 
@@ -30,13 +60,331 @@ def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, "adjudication/study_detail.html", ctx)
 
 
+# --- The queue -----------------------------------------------------------------------------------------
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    from .models import Review
-
+    """Open disagreements, filtered by round, dimension, category and annotator pair, sorted oldest first
+    or by category, 50 per page (keyset). The rows are a partial for htmx filtering."""
     study, role = access_study(request.user, slug, lead=True)
-    reviews = Review.objects.open_disagreements().filter(study=study).select_related("item")[:200]
-    return render(
-        request, "adjudication/queue.html", study_context(study, role, "disagreements", reviews=reviews)
+    index = CodebookIndex.for_study(study)
+    rounds = list(Round.objects.filter(study=study).values_list("pk", "number", "name"))
+    annotators = [
+        (pk, name or username)
+        for pk, username, name in User.objects.filter(assignments__study=study)
+        .distinct()
+        .order_by("username")
+        .values_list("pk", "username", "display_name")
+    ]
+    form = QueueFilterForm(
+        request.GET or None,
+        index=index,
+        rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
+        annotators=annotators,
     )
+    filters, after = QueueFilters(), None
+    if form.is_bound and form.is_valid():
+        filters, after = form.filters(), form.cursor()
+    rows, next_cursor = queue_page(queries.queue(study, filters), after)
+    params = request.GET.copy()
+    params.pop("after", None)
+    next_url = None
+    if next_cursor is not None:
+        params["after"] = encode_cursor(next_cursor)
+        next_url = f"?{params.urlencode()}"
+    names = {d.key: d.name for d in index.dimensions}
+    now = timezone.now()
+    shown = [
+        {
+            "review": row.review,
+            "annotators": row.annotators,
+            "dimensions": [names.get(k, k) for k in row.review.disagreeing_dimensions or []],
+            "claimed_by": row.review.claimed_by
+            if row.review.claimed_by_id != request.user.pk and claimed_recently(row.review, now)
+            else None,
+        }
+        for row in rows
+    ]
+    ctx = study_context(
+        study,
+        role,
+        "disagreements",
+        form=form,
+        rows=shown,
+        next_url=next_url,
+        first_page=after is None,
+        counts=counts_per_round(study),
+        now=now,
+    )
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "adjudication/queue.html#queue-rows", ctx)
+    return render(request, "adjudication/queue.html", ctx)
+
+
+# --- The side-by-side page -----------------------------------------------------------------------------
+
+
+def _annotator_names(study_show_names: bool, labels: ItemLabels) -> list[str]:
+    names = []
+    for position, annotation in enumerate(labels.annotations, start=1):
+        user = annotation.assignment.annotator
+        names.append(str(user) if study_show_names else f"Annotator {position}")
+    return names
+
+
+def _keys(index: CodebookIndex, findings: list[dict[str, frozenset[int]]]) -> Composed:
+    return [
+        {d: sorted(index.categories[c].key for c in ids if c in index.categories) for d, ids in f.items()}
+        for f in findings
+    ]
+
+
+def _sheet(index: CodebookIndex, labels: ItemLabels) -> Sheet:
+    dimensions = [DimensionInfo(d.key, d.name, d.multiple) for d in index.dimensions]
+    return Sheet(
+        labels.findings,
+        dimensions,
+        {c.id: c.key for c in index.categories.values()},
+        {c.id: index.path(c.id) for c in index.categories.values()},
+    )
+
+
+def _template_blocks(
+    blocks: list[Block], names: list[str], options: dict[str, list[tuple[str, str]]]
+) -> list[dict[str, Any]]:
+    """The sheet's blocks shaped for the template (which cannot index dictionaries by variable)."""
+    out = []
+    for block in blocks:
+        i = block.number - 1
+        rows = []
+        for row in block.rows:
+            key = row.dimension.key
+            chosen = set(row.chosen or ())
+            choices = list(options.get(key, []))
+            known = {k for k, _ in choices}
+            # a value no longer pickable (retired since) still shows, selected, so it can be changed
+            choices += [(k, f"{k} (not active)") for k in sorted(chosen - known)]
+            rows.append(
+                {
+                    "dimension": row.dimension,
+                    "differs": row.differs,
+                    "field": value_field(block.number, key),
+                    "options": [(k, label, k in chosen) for k, label in choices],
+                    "n_selected": len(chosen),
+                    "n_more": len(choices) - len(chosen),
+                    "cells": [
+                        {
+                            "cell": cell,
+                            "name": names[j],
+                            "take": f"take:{j}:{i}:{key}",
+                            "can_take": row.differs and bool(cell.keys) and tuple(cell.keys) != row.chosen,
+                        }
+                        for j, cell in enumerate(row.cells)
+                    ],
+                }
+            )
+        out.append({"number": block.number, "index": i, "in_decision": block.in_decision, "rows": rows})
+    return out
+
+
+def _resolve_context(
+    request: HtmxHttpRequest,
+    study: Any,
+    role: str,
+    item: Item,
+    index: CodebookIndex,
+    labels: ItemLabels,
+    sheet: Sheet,
+    decision: Composed,
+    form: DecisionForm,
+    **extra: Any,
+) -> dict[str, Any]:
+    current = current_decision(item)
+    review = Review.objects.filter(item=item).select_related("claimed_by", "round").first()
+    other_claim = (
+        review
+        if review is not None
+        and review.claimed_by_id not in (None, request.user.pk)
+        and claimed_recently(review, timezone.now())
+        else None
+    )
+    options = {
+        d.key: [(c.key, "\u00a0\u00a0" * (depth - 1) + c.name) for c, depth in index.options(d.key)]
+        for d in index.dimensions
+    }
+    names = _annotator_names(study.show_annotator_names, labels)
+    conflicting = [index.categories[i] for i in sheet.conflicting_ids() if i in index.categories]
+    memos = [a.memo for a in labels.annotations]
+    return study_context(
+        study,
+        role,
+        "disagreements",
+        item=item,
+        comments=item.comments.all(),
+        labels=labels,
+        columns=[
+            {"index": j, "name": n, "memo": m} for j, (n, m) in enumerate(zip(names, memos, strict=True))
+        ],
+        blocks=_template_blocks(sheet.blocks(decision), names, options),
+        conflicting=[(c, index.path(c.id)) for c in conflicting],
+        current=current,
+        review=review,
+        other_claim=other_claim,
+        form=form,
+        can_decide=labels.complete or (current is not None and not labels.assignments),
+        **extra,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """Show an item's annotations side by side and let the lead compose and save the decision.
+
+    GET claims the item for the lead (unless another lead opened it less than 10 minutes ago, which the
+    page then says). POST with ``action=save`` (the default; Ctrl+Enter) calls `services.decide`; any
+    other action (add or remove a finding, take an annotator's labels) re-renders the form with the
+    decision edited and saves nothing.
+    """
+    study, role = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.in_study(study).select_related("study"), pk=item_id)
+    index = CodebookIndex.for_study(study)
+    labels = item_labels(item)
+    sheet = _sheet(index, labels)
+    if request.method == "GET":
+        current = current_decision(item)
+        decision = _keys(index, decision_findings(current)) if current else sheet.agreed()
+        review = Review.objects.filter(item=item).first()
+        if review is not None and (
+            review.claimed_by_id in (None, request.user.pk) or not claimed_recently(review, timezone.now())
+        ):
+            claim(item, request.user)  # type: ignore[arg-type]
+        form = DecisionForm(initial={"expected_decision": current.pk if current else None})
+        ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form)
+        return render(request, "adjudication/resolve.html", ctx)
+
+    data = request.POST
+    decision = posted_findings(dict(data.lists())) or [{}]
+    action = data.get("action", "save") or "save"
+    form = DecisionForm(data)
+    status, extra = 200, {}
+    if action != "save":
+        decision = apply_action(sheet, decision, action, len(labels.annotations))
+    elif form.is_valid():
+        try:
+            saved = decide(
+                item,
+                [f for f in decision if any(f.values())],
+                actor=request.user,  # type: ignore[arg-type]
+                rationale=form.cleaned_data["rationale"] or "",
+                expected_decision_id=form.cleaned_data["expected_decision"],
+            )
+        except DecisionConflict as exc:
+            status = 409
+            extra = {"conflict": exc, "conflict_findings": _conflict_findings(index, exc)}
+            # Saving again now is a deliberate reversal of the decision the lead has just been shown.
+            form = DecisionForm(
+                {**data.dict(), "expected_decision": exc.current.pk if exc.current else ""},
+            )
+            form.is_valid()
+        except AdjudicationError as exc:
+            status, extra = 422, {"refusal": exc}
+        else:
+            messages.success(request, f"Decision saved on “{item}”.")
+            return _after_save(request, study.slug, item, saved.pk)
+    else:
+        status = 422
+    ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form, **extra)
+    template = "adjudication/resolve.html#decision-form" if request.htmx else "adjudication/resolve.html"
+    return render(request, template, ctx, status=status)
+
+
+def _conflict_findings(index: CodebookIndex, exc: DecisionConflict) -> Composed:
+    return _keys(index, decision_findings(exc.current)) if exc.current else []
+
+
+def _after_save(request: HtmxHttpRequest, slug: str, item: Item, decision_id: int) -> HttpResponse:
+    """Go on to the next open disagreement (oldest first), or back to the queue when none is left."""
+    following = (
+        Review.objects.open_disagreements()
+        .filter(study_id=item.study_id)
+        .exclude(item=item)
+        .order_by("updated_at", "item_id")
+        .values_list("item_id", flat=True)
+        .first()
+    )
+    url = (
+        reverse("adjudication:resolve", args=[slug, following])
+        if following
+        else reverse("adjudication:queue", args=[slug])
+    )
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url)
+
+
+@login_required
+@require_GET
+def item_history(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """Every decision on the item, newest first: who, when, provenance, rationale, the labels, what it
+    changed for each annotator and which decision it superseded."""
+    study, role = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.in_study(study), pk=item_id)
+    index = CodebookIndex.for_study(study)
+    labels = item_labels(item)
+    names = _annotator_names(study.show_annotator_names, labels)
+    name_of = {a.pk: n for a, n in zip(labels.annotations, names, strict=True)}
+    entries = []
+    decisions = queries.history(item)
+    superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
+    for decision in decisions:
+        values: dict[int, list[tuple[str, str]]] = {}
+        for finding in decision.findings.all():
+            values[finding.number] = [
+                (
+                    _dimension_name(index, value.dimension_id),
+                    index.path(value.category_id)
+                    + (
+                        f" (chosen as {index.path(value.original_category_id)})"
+                        if value.original_category_id
+                        else ""
+                    ),
+                )
+                for value in finding.values.all()
+            ]
+        changes = [
+            {**entry, "who": name_of.get(entry.get("annotation", 0), "An earlier annotation")}
+            for entry in (decision.changes or {}).get("annotations", [])
+        ]
+        entries.append(
+            {
+                "decision": decision,
+                "status": "current"
+                if decision.is_current
+                else ("superseded" if decision.pk in superseded else "withdrawn"),
+                "findings": sorted(values.items()),
+                "changes": changes,
+                "previous": (decision.changes or {}).get("previous"),
+                "override": (decision.changes or {}).get("override", False),
+            }
+        )
+    ctx = study_context(
+        study,
+        role,
+        "disagreements",
+        item=item,
+        entries=entries,
+        blocks=_template_blocks(_sheet(index, labels).blocks([]), names, {}),
+        labels=labels,
+        memos=list(zip(names, [a.memo for a in labels.annotations], strict=True)),
+    )
+    return render(request, "adjudication/history.html", ctx)
+
+
+def _dimension_name(index: CodebookIndex, dimension_id: int) -> str:
+    try:
+        return index.dimension(dimension_id).name
+    except LookupError:
+        return str(dimension_id)

@@ -1,0 +1,289 @@
+"""Reads of the adjudication app: one item's labels as plain findings, decisions as findings, the queue.
+
+Every function here reads; nothing writes. Findings are the `consolidation` module's plain form
+(dimension key → frozenset of category ids, or PENDING). Access control stays with the caller: these
+functions take an item or a study the caller already fetched through `access_study`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from apps.accounts.models import Study, User
+from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
+from apps.corpus.models import Item
+from apps.taxonomy.models import Category, CategoryStatus
+
+from .consolidation import PENDING, Findings
+from .consolidation import Value as FindingValue
+from .models import Decision, DecisionValue, Review
+
+
+def merged_targets(study_id: int) -> dict[int, int]:
+    """Every merged category of the study → the active category its merges end in (chains followed)."""
+    rows = dict(
+        Category.objects.filter(
+            dimension__codebook__study_id=study_id, status=CategoryStatus.MERGED, merged_into__isnull=False
+        ).values_list("id", "merged_into_id")
+    )
+    resolved: dict[int, int] = {}
+    for start in rows:
+        seen = {start}
+        target = rows[start]
+        while target in rows and target not in seen:  # a cycle would be a codebook bug; stop, don't hang
+            seen.add(target)
+            target = rows[target]
+        resolved[start] = target
+    return resolved
+
+
+@dataclass
+class ItemLabels:
+    """The labels of one item in its round: the round of its latest assignments.
+
+    `assignments` are that round's assignments in a stable order (by id); `annotations` the submitted
+    annotations among them, in the same order, and `findings` their labels (`consolidation` form), with
+    merged categories already replaced by their targets.
+    """
+
+    item: Item
+    round_id: int | None
+    assignments: list[Assignment] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)
+    findings: list[Findings] = field(default_factory=list)
+    finding_numbers: list[list[int]] = field(default_factory=list)
+    follow: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def k(self) -> int:
+        return len(self.assignments)
+
+    @property
+    def submitted(self) -> int:
+        return len(self.annotations)
+
+    @property
+    def complete(self) -> bool:
+        """Every assignment of the round is submitted (and there is at least one)."""
+        return bool(self.assignments) and self.submitted == self.k
+
+
+def item_labels(
+    item: Item,
+    *,
+    remap: Mapping[int, int] | None = None,
+    label_remap: Mapping[int, int] | None = None,
+) -> ItemLabels:
+    """Load the item's labels in four queries (assignments, merged categories, label values, findings).
+
+    `remap` maps category ids to the ids they now stand for (a merge in progress, before the label rows
+    moved); `label_remap` does the same per LabelValue id (a split). Merged categories always follow
+    their merge.
+    """
+    assignments = list(
+        Assignment.objects.filter(item=item)
+        .select_related("round", "annotator", "annotation")
+        .order_by("-round__number", "id")
+    )
+    if not assignments:
+        return ItemLabels(item, None)
+    round_id = assignments[0].round_id
+    in_round = sorted((a for a in assignments if a.round_id == round_id), key=lambda a: a.pk)
+    annotations = [
+        a.annotation
+        for a in in_round
+        if a.status == AssignmentStatus.SUBMITTED
+        and hasattr(a, "annotation")
+        and a.annotation.submitted_at is not None
+    ]
+    follow = merged_targets(item.study_id)
+    follow.update(remap or {})
+    per_annotation: dict[int, dict[int, dict[str, FindingValue]]] = {a.pk: {} for a in annotations}
+    rows = LabelValue.objects.filter(finding__annotation__in=[a.pk for a in annotations]).values_list(
+        "id", "finding__annotation_id", "finding__number", "dimension__key", "category_id", "pending"
+    )
+    numbers: dict[int, set[int]] = {a.pk: set() for a in annotations}
+    for value_id, annotation_id, number, dimension, category_id, pending in rows:
+        finding = per_annotation[annotation_id].setdefault(number, {})
+        numbers[annotation_id].add(number)
+        if pending:
+            finding[dimension] = PENDING
+            continue
+        category = (label_remap or {}).get(value_id, category_id)
+        category = _follow(category, follow)
+        previous = finding.get(dimension)
+        finding[dimension] = frozenset({category}) | (previous if isinstance(previous, frozenset) else set())
+    # A finding with no values at all still counts (as an empty finding): load the numbers too.
+    for annotation_id, number in Finding.objects.filter(
+        annotation__in=[a.pk for a in annotations]
+    ).values_list("annotation_id", "number"):
+        per_annotation[annotation_id].setdefault(number, {})
+        numbers[annotation_id].add(number)
+    return ItemLabels(
+        item,
+        round_id,
+        assignments=in_round,
+        annotations=annotations,
+        findings=[[per_annotation[a.pk][n] for n in sorted(per_annotation[a.pk])] for a in annotations],
+        finding_numbers=[sorted(numbers[a.pk]) for a in annotations],
+        follow=follow,
+    )
+
+
+def _follow(category_id: int, targets: Mapping[int, int]) -> int:
+    seen: set[int] = set()
+    while category_id in targets and category_id not in seen:
+        seen.add(category_id)
+        category_id = targets[category_id]
+    return category_id
+
+
+def decision_findings(
+    decision: Decision, *, remap: Mapping[int, int] | None = None
+) -> list[dict[str, frozenset[int]]]:
+    """The decision's gold findings in their stored order (one query)."""
+    findings: dict[int, dict[str, frozenset[int]]] = {}
+    for number, dimension, category_id in (
+        DecisionValue.objects.filter(finding__decision=decision)
+        .order_by("finding__number", "id")
+        .values_list("finding__number", "dimension__key", "category_id")
+    ):
+        category_id = (remap or {}).get(category_id, category_id)
+        values = findings.setdefault(number, {})
+        values[dimension] = values.get(dimension, frozenset()) | {category_id}
+    for number in decision.findings.values_list("number", flat=True):
+        findings.setdefault(number, {})
+    return [findings[n] for n in sorted(findings)]
+
+
+def current_decision(item: Item) -> Decision | None:
+    return Decision.objects.filter(item=item, is_current=True).select_related("decided_by").first()
+
+
+# --- The queue -----------------------------------------------------------------------------------------
+
+QUEUE_PAGE = 50
+CLAIM_TTL = timedelta(minutes=10)
+SORTS = ("oldest", "category")
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    """What the lead narrowed the queue to. Ids are already checked to belong to the study."""
+
+    round_id: int | None = None
+    dimension: str | None = None
+    category_ids: tuple[int, ...] = ()
+    annotators: tuple[int, ...] = ()
+    sort: str = "oldest"
+
+
+def queue(study: Study, filters: QueueFilters) -> QuerySet[Review]:
+    """The open disagreements of the study, filtered and sorted, with `sort_key` annotated for keyset
+    pagination (the ordering is always ``(sort_key, item_id)``). The query is one statement whatever the
+    filters; `queue_page` adds the prefetch of the annotators."""
+    reviews = Review.objects.open_disagreements().filter(study=study)
+    if filters.round_id is not None:
+        reviews = reviews.filter(round_id=filters.round_id)
+    if filters.dimension:
+        # disagreeing_dimensions is a JSON list of keys; keys are slugs, so the quoted key as text is exact
+        # on both SQLite and PostgreSQL (JSON containment is not available on SQLite).
+        reviews = reviews.filter(disagreeing_dimensions__icontains=f'"{filters.dimension}"')
+    labels = LabelValue.objects.filter(
+        finding__annotation__assignment__item_id=OuterRef("item_id"),
+        finding__annotation__assignment__round_id=OuterRef("round_id"),
+        finding__annotation__submitted_at__isnull=False,
+    )
+    if filters.category_ids:
+        reviews = reviews.filter(Exists(labels.filter(category_id__in=filters.category_ids)))
+    for annotator_id in filters.annotators:
+        reviews = reviews.filter(
+            Exists(
+                Assignment.objects.filter(
+                    item_id=OuterRef("item_id"), round_id=OuterRef("round_id"), annotator_id=annotator_id
+                )
+            )
+        )
+    if filters.sort == "category":
+        first = labels.filter(category__isnull=False)
+        if filters.dimension:
+            first = first.filter(dimension__key=filters.dimension)
+        first_name = first.order_by("category__name", "category_id").values("category__name")[:1]
+        reviews = reviews.annotate(sort_key=Coalesce(Subquery(first_name), Value("")))
+    else:
+        reviews = reviews.annotate(sort_key=F("updated_at"))
+    return reviews.order_by("sort_key", "item_id")  # type: ignore[misc]  # sort_key is annotated above
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One open disagreement as the queue shows it."""
+
+    review: Review
+    annotators: list[User]
+    sort_key: Any
+
+
+def queue_page(
+    reviews: QuerySet[Review], after: tuple[Any, int] | None, size: int = QUEUE_PAGE
+) -> tuple[list[QueueRow], tuple[Any, int] | None]:
+    """One page after the keyset cursor `after` = (sort_key, item_id), and the cursor of the next page
+    (None on the last). Two queries whatever the page size: the page, and its assignments."""
+    if after is not None:
+        key, item_id = after
+        reviews = reviews.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
+    page = list(reviews.select_related("item", "round", "claimed_by")[: size + 1])
+    has_next = len(page) > size
+    page = page[:size]
+    annotators: dict[tuple[int, int | None], list[User]] = defaultdict(list)
+    for assignment in (
+        Assignment.objects.filter(item_id__in=[r.item_id for r in page])
+        .select_related("annotator")
+        .order_by("id")
+    ):
+        annotators[(assignment.item_id, assignment.round_id)].append(assignment.annotator)
+    rows = [QueueRow(r, annotators[(r.item_id, r.round_id)], getattr(r, "sort_key", None)) for r in page]
+    cursor = (rows[-1].sort_key, rows[-1].review.item_id) if has_next and rows else None
+    return rows, cursor
+
+
+def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
+    """Open disagreements per round as (round id, label, count), in round order (one query)."""
+    rows = (
+        Review.objects.open_disagreements()
+        .filter(study=study)
+        .values_list("round_id", "round__number", "round__name")
+        .annotate(n=Count("item_id"))
+        .order_by("round__number")
+    )
+    return [
+        (round_id, name or (f"Round {number}" if number is not None else "No round"), n)
+        for round_id, number, name, n in rows
+    ]
+
+
+def history(item: Item) -> list[Decision]:
+    """Every decision on the item, newest first, with who decided and the annotations it came from."""
+    return list(
+        Decision.objects.filter(item=item)
+        .select_related("decided_by", "supersedes", "round")
+        .prefetch_related("source_annotations__assignment__annotator", "findings__values__category")
+        .order_by("-decided_at", "-id")
+    )
+
+
+def claimed_recently(review: Review | None, now: datetime) -> bool:
+    """Whether another lead's claim on the review still counts (younger than CLAIM_TTL)."""
+    return bool(
+        review is not None
+        and review.claimed_by_id is not None
+        and review.claimed_at is not None
+        and now - review.claimed_at < CLAIM_TTL
+    )

@@ -1,0 +1,30 @@
+"""Adjudication reacts to labels and codebook changes (it imports annotation and taxonomy, never the reverse).
+
+Receivers run synchronously inside the sender's transaction: a submission and its consolidation, or a
+merge and the gold labels following it, commit or roll back together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apps.annotation.models import Annotation
+from apps.taxonomy.models import Category
+
+from . import services
+
+
+def on_annotation_submitted(sender: object, *, annotation: Annotation, item_id: int, **kwargs: Any) -> None:
+    """An annotation was submitted or edited: the item may now be complete, agree, or disagree again."""
+    services.consolidate_item(item_id)
+
+
+def on_categories_merged(sender: object, *, source: Category, target: Category, **kwargs: Any) -> None:
+    """Gold labels follow the merge; open disagreements and automatic decisions touching `source` rerun."""
+    services.follow_merge(source, target)
+
+
+def on_labels_reassigned(sender: object, *, mapping: Mapping[int, int], **kwargs: Any) -> None:
+    """A split reassigned annotation labels: items with open disagreements or automatic decisions rerun."""
+    services.follow_split(mapping)

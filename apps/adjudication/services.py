@@ -1,0 +1,654 @@
+"""The writes of adjudication: consolidate an item, decide it, follow codebook merges, import gold labels.
+
+Locking contract. Every write on one item's consolidation state runs in one transaction that first locks
+the item's row (`consolidate_item`, `import_decisions`) or its Review row (`decide`, `claim`), then reads
+the annotations and the current decision. Two annotators submitting the last two annotations of an item at
+once are therefore serialised (the second sees the first's annotation and consolidates), and two leads
+deciding one item at once are serialised too: the second sees a current decision other than the one it
+started from and gets a `DecisionConflict`. The partial unique constraint ``decision_one_current`` is the
+last guard: an insert that would make a second current decision raises IntegrityError, reported as the
+same conflict. No path overwrites a decision: a new one supersedes it, and the old one stays, not current.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+from apps.accounts.permissions import can_adjudicate
+from apps.annotation.label_file import LabelFileError, LabelProblem, LabelRow
+from apps.annotation.models import LabelValue, Round
+from apps.corpus.models import Item
+from apps.corpus.records import canonical_url
+from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
+from apps.taxonomy.models import Category
+from apps.taxonomy.tree import LabelError
+
+from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
+from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
+from .queries import ItemLabels, decision_findings, item_labels
+
+AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
+Gold = list[dict[str, frozenset[int]]]
+
+
+class AdjudicationError(Exception):
+    """A decision refused, with the reason for the lead. `problems` lists each (finding, dimension, value)
+    problem when the labels themselves are wrong."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        self.message = message
+        self.problems = list(problems)
+        super().__init__(message + ("".join(f"\n  {p}" for p in self.problems)))
+
+
+class DecisionConflict(AdjudicationError):
+    """Someone else's decision on the item became current while this one was being made. `current` is
+    that decision (None when the one the lead started from was withdrawn)."""
+
+    def __init__(self, message: str, current: Decision | None) -> None:
+        self.current = current
+        super().__init__(message)
+
+
+# --- Consolidation -------------------------------------------------------------------------------------
+
+
+def consolidate_item(
+    item_id: int,
+    *,
+    remap: Mapping[int, int] | None = None,
+    label_remap: Mapping[int, int] | None = None,
+) -> Review | None:
+    """Bring the item's Review (and automatic decision) up to date with its annotations.
+
+    While some annotation of the item's round is not submitted the Review is ``annotating``. Once all k
+    are, `consolidation.consolidate` under the study's rule gives a unanimous or majority decision (a new
+    current decision unless the current one already holds the same labels and provenance) or an open
+    disagreement. A decision made by a lead or imported is never replaced here: the Review stays
+    ``decided``. An automatic decision whose annotations no longer agree is withdrawn (kept, not current).
+    `remap` / `label_remap` let a codebook change in progress count as done (see `queries.item_labels`).
+    Returns the Review, or None for an item with neither assignments nor decisions.
+    """
+    with transaction.atomic():
+        item = Item.objects.select_for_update().select_related("study").filter(pk=item_id).first()
+        if item is None:
+            return None
+        labels = item_labels(item, remap=remap, label_remap=label_remap)
+        current = Decision.objects.filter(item=item, is_current=True).first()
+        if labels.round_id is None and current is None:
+            return None
+        review, created = Review.objects.select_for_update().get_or_create(
+            item=item, defaults={"study_id": item.study_id, "round_id": labels.round_id}
+        )
+        dimensions: list[str] = list(review.disagreeing_dimensions or [])
+        if current is not None and current.provenance not in AUTOMATIC:
+            state = ReviewState.DECIDED
+        elif not labels.complete:
+            if current is not None:
+                _withdraw(current)
+            state, dimensions = ReviewState.ANNOTATING, []
+        else:
+            result = consolidate(labels.findings, rule=item.study.consolidation_rule)
+            dimensions = list(result.disagreeing_dimensions)
+            if result.decided:
+                gold = list(result.findings)
+                provenance = Provenance(result.outcome.value)
+                unchanged = (
+                    current is not None
+                    and current.provenance == provenance
+                    and same_labels(decision_findings(current, remap=labels.follow), gold)
+                )
+                if not unchanged:
+                    _record(item, gold, provenance, labels, previous=current, actor=None, rationale="")
+                state = ReviewState.DECIDED
+            else:
+                if current is not None:
+                    _withdraw(current)
+                state = ReviewState.DISAGREEMENT
+        _save_review(review, state, dimensions, labels.round_id, force=created)
+        return review
+
+
+def consolidate_items(item_ids: Iterable[int], **options: Any) -> int:
+    """`consolidate_item` for each id, each in its own transaction; returns how many were looked at."""
+    n = 0
+    for item_id in dict.fromkeys(item_ids):
+        consolidate_item(item_id, **options)
+        n += 1
+    return n
+
+
+def _save_review(
+    review: Review, state: str, dimensions: list[str], round_id: int | None, *, force: bool = False
+) -> None:
+    changed = force or review.state != state or list(review.disagreeing_dimensions or []) != dimensions
+    if not changed and review.round_id == round_id:
+        return
+    review.state = state
+    review.disagreeing_dimensions = dimensions
+    if round_id is not None:
+        review.round_id = round_id
+    if changed:
+        review.updated_at = timezone.now()
+    review.save(update_fields=["state", "disagreeing_dimensions", "round", "updated_at"])
+
+
+def _withdraw(decision: Decision) -> None:
+    Decision.objects.filter(pk=decision.pk).update(is_current=False)
+
+
+# --- Recording a decision ------------------------------------------------------------------------------
+
+
+def _record(
+    item: Item,
+    gold: Gold,
+    provenance: Provenance,
+    labels: ItemLabels,
+    *,
+    previous: Decision | None,
+    actor: User | None,
+    rationale: str,
+    round_id: int | None = None,
+    override: bool = False,
+    index: CodebookIndex | None = None,
+) -> Decision:
+    """Write a new current decision superseding `previous` (inside the caller's transaction)."""
+    index = index or CodebookIndex.for_study(item.study)
+    # Only the row still current may be superseded: 0 rows means someone else got there first.
+    if previous is not None and not Decision.objects.filter(pk=previous.pk, is_current=True).update(
+        is_current=False
+    ):
+        raise DecisionConflict(_conflict_message(None, previous.pk), None)
+    decision = Decision.objects.create(
+        study_id=item.study_id,
+        item=item,
+        round_id=round_id or labels.round_id,
+        provenance=provenance,
+        rationale=rationale,
+        decided_by=actor,
+        decided_at=timezone.now(),
+        is_current=True,
+        supersedes=previous,
+        changes=_changes(gold, labels, previous, index, override),
+        codebook_version=index.version,
+    )
+    findings = DecisionFinding.objects.bulk_create(
+        DecisionFinding(decision=decision, number=number) for number in range(1, len(gold) + 1)
+    )
+    DecisionValue.objects.bulk_create(
+        DecisionValue(finding=finding, dimension_id=index.dimension(key).id, category_id=category_id)
+        for finding, values in zip(findings, gold, strict=True)
+        for key, ids in values.items()
+        for category_id in sorted(ids)
+    )
+    if labels.annotations:
+        decision.source_annotations.set(labels.annotations)
+    return decision
+
+
+def _keys(values: Iterable[int | str], index: CodebookIndex) -> list[str]:
+    return [
+        PENDING if v == PENDING else (index.categories[v].key if v in index.categories else str(v))
+        for v in values
+        if isinstance(v, int) or v == PENDING
+    ]
+
+
+def _changes(
+    gold: Gold, labels: ItemLabels, previous: Decision | None, index: CodebookIndex, override: bool
+) -> dict[str, Any]:
+    """The decision's `changes` JSON: per source annotation (and against the decision it supersedes),
+    whether the labels are identical, the finding counts, and each differing dimension's category keys."""
+
+    def describe(findings: Findings) -> dict[str, Any]:
+        diff = change(findings, gold)
+        return {
+            "identical": diff.identical,
+            "findings": [diff.findings_from, diff.findings_to],
+            "dimensions": {
+                d: {"from": _keys(before, index), "to": _keys(after, index)}
+                for d, (before, after) in diff.dimensions.items()
+            },
+        }
+
+    out: dict[str, Any] = {
+        "annotations": [
+            {"annotation": a.pk, "annotator_id": a.assignment.annotator_id, **describe(f)}
+            for a, f in zip(labels.annotations, labels.findings, strict=True)
+        ],
+        "override": override,
+    }
+    if previous is not None:
+        out["previous"] = {"decision": previous.pk, **describe(decision_findings(previous))}
+    return out
+
+
+# --- Deciding ------------------------------------------------------------------------------------------
+
+
+def gold_from_keys(
+    index: CodebookIndex, findings: Sequence[Mapping[str, Sequence[str] | str]], *, complete: bool
+) -> Gold:
+    """Check a decision's findings (dimension key → category keys) against the codebook and return them as
+    category ids. Refused (AdjudicationError listing every problem by finding, dimension and value): no
+    finding, an empty finding, an unknown or retired dimension, a category not in the dimension or not
+    active (retired, merged, proposed), *pending*, several categories on a single-choice dimension, a value
+    on a dimension that does not apply; with `complete`, an applicable dimension left without a value."""
+    problems: list[str] = []
+    if not findings:
+        problems.append("a decision needs at least one finding")
+    gold: Gold = []
+    for number, values in enumerate(findings, start=1):
+        chosen: dict[str, frozenset[int]] = {}
+        for key, keys in values.items():
+            where = f"finding {number}, dimension {key!r}"
+            try:
+                dimension = index.dimension(key)
+            except UnknownDimensionError:
+                problems.append(f"{where}: not a dimension of the codebook")
+                continue
+            if dimension.retired:
+                problems.append(f"{where}: the dimension is retired")
+                continue
+            texts = [keys] if isinstance(keys, str) else list(keys)
+            texts = [t.strip() for t in texts if t.strip()]
+            if any(t.casefold() == PENDING for t in texts):
+                problems.append(f"{where}: a decision cannot leave a dimension pending; choose a category")
+                continue
+            ids: list[int] = []
+            for text in texts:
+                try:
+                    category = index.category_by_key(key, text)
+                except LookupError:
+                    problems.append(f"{where}, value {text!r}: not a category of {dimension.name!r}")
+                    continue
+                if not category.is_active:
+                    status = category.status
+                    if category.merged_into_id in index.categories:
+                        status += f" into {index.path(category.merged_into_id)!r}"
+                    problems.append(f"{where}, value {text!r}: the category is {status}")
+                    continue
+                ids.append(category.id)
+            if not dimension.multiple and len(set(texts)) > 1:
+                problems.append(f"{where}: {dimension.name!r} takes one category, got {', '.join(texts)}")
+            if ids:
+                chosen[key] = frozenset(ids)
+        applicable = {d.key for d in index.applicable_dimensions({k: list(v) for k, v in chosen.items()})}
+        for key in chosen:
+            if key not in applicable:
+                on = index.dimension(key).applies_when
+                when = f" (only when {on[0]!r} is {on[1]!r})" if on else ""
+                problems.append(f"finding {number}, dimension {key!r}: does not apply to this finding{when}")
+        if complete:
+            for dimension in index.applicable_dimensions({k: list(v) for k, v in chosen.items()}):
+                if dimension.key not in chosen:
+                    problems.append(f"finding {number}, dimension {dimension.key!r}: choose a category")
+        if not values:
+            problems.append(f"finding {number}: the finding is empty")
+        gold.append({k: v for k, v in chosen.items() if k in applicable})
+    if problems:
+        raise AdjudicationError("The decision was not saved:", problems)
+    return gold
+
+
+def decide(
+    item: Item,
+    findings: Sequence[Mapping[str, Sequence[str] | str]],
+    *,
+    actor: User,
+    rationale: str = "",
+    expected_decision_id: int | None,
+) -> Decision:
+    """Record the lead's decision on `item` (provenance ``adjudicated``) and close its Review.
+
+    `findings` are dimension key → category keys, one mapping per gold finding (`gold_from_keys` checks
+    them). `expected_decision_id` is the current decision the lead saw when they opened the item (None when
+    there was none): if another decision is current now, nothing is written and DecisionConflict says who
+    decided and when. A decision that differs from the current one supersedes it (a reversal; the old one
+    is kept). Refused with AdjudicationError: `actor` is not a lead or owner of the study, the item's
+    annotations are not all submitted, the decision holds what no annotator chose (`overrides_everyone`)
+    without a rationale while the study requires one, or it repeats the current decision.
+    """
+    study = item.study
+    if not can_adjudicate(actor, study):
+        raise AdjudicationError("Only a lead or an owner of this study can decide its items.")
+    index = CodebookIndex.for_study(study)
+    gold = gold_from_keys(index, findings, complete=True)
+    rationale = rationale.strip()
+    with transaction.atomic():
+        review = Review.objects.select_for_update().filter(item=item).first()
+        current = Decision.objects.filter(item=item, is_current=True).select_related("decided_by").first()
+        if (current.pk if current else None) != expected_decision_id:
+            raise DecisionConflict(_conflict_message(current, expected_decision_id), current)
+        labels = item_labels(item)
+        if not labels.complete and not (current is not None and not labels.assignments):
+            if labels.assignments:
+                raise AdjudicationError(
+                    f"This item is not fully annotated yet: {labels.submitted} of {labels.k} annotations "
+                    "are submitted. It can be decided once every annotator has submitted."
+                )
+            raise AdjudicationError("This item has no annotations to decide from.")
+        if current is not None and same_labels(decision_findings(current), gold):
+            raise AdjudicationError("This is already the current decision: nothing to save.")
+        override = overrides_everyone(gold, labels.findings)
+        if override and study.require_rationale_on_override and not rationale:
+            raise AdjudicationError(
+                "This decision differs from every annotator: write a rationale saying why "
+                "(the study requires one when a decision overrides everyone)."
+            )
+        try:
+            with transaction.atomic():
+                decision = _record(
+                    item,
+                    gold,
+                    Provenance.ADJUDICATED,
+                    labels,
+                    previous=current,
+                    actor=actor,
+                    rationale=rationale,
+                    override=override,
+                    index=index,
+                )
+        except IntegrityError:
+            winner = Decision.objects.filter(item=item, is_current=True).select_related("decided_by").first()
+            raise DecisionConflict(_conflict_message(winner, expected_decision_id), winner) from None
+        if review is None:
+            review = Review.objects.create(item=item, study=study, round_id=labels.round_id)
+        review.claimed_by = None
+        review.claimed_at = None
+        review.save(update_fields=["claimed_by", "claimed_at"])
+        _save_review(review, ReviewState.DECIDED, list(review.disagreeing_dimensions or []), labels.round_id)
+    return decision
+
+
+def _conflict_message(current: Decision | None, expected: int | None) -> str:
+    if current is None:
+        return (
+            "The decision you started from is no longer current (it was withdrawn when the annotations "
+            "changed). Nothing was saved: reload the item and decide again."
+        )
+    who = (
+        str(current.decided_by)
+        if current.decided_by
+        else f"an {current.get_provenance_display().lower()} decision"
+    )
+    when = timezone.localtime(current.decided_at).strftime("%Y-%m-%d %H:%M")
+    if expected is None:
+        return (
+            f"{who} decided this item at {when} while you were working on it. Your decision was not saved: "
+            "review the current decision and decide again if you disagree."
+        )
+    return (
+        f"The decision you started from was replaced by a newer one ({who}, {when}). Your decision was not "
+        "saved: review the current decision and decide again if you disagree."
+    )
+
+
+def claim(item: Item, user: User) -> None:
+    """Mark that `user` has the item open for adjudication (other leads see it for 10 minutes)."""
+    Review.objects.filter(item=item).update(claimed_by=user, claimed_at=timezone.now())
+
+
+# --- Codebook changes ----------------------------------------------------------------------------------
+
+
+def follow_merge(source: Category, target: Category) -> int:
+    """After `source` was merged into `target`, consolidate again the items with an open disagreement or
+    an automatic decision whose labels touch `source` (A chose the source and B the target: they now
+    agree; a majority may become unanimous). The taxonomy's merge has already moved annotation and gold
+    labels (`original_category` keeps the source); `remap` makes the rerun correct even if it had not.
+    Runs inside the merge's transaction. Returns how many items were consolidated again."""
+    touches = Q(category=source) | Q(original_category=source) | Q(original_category__merged_into=source)
+    touched = set(
+        LabelValue.objects.filter(touches).values_list("finding__annotation__assignment__item_id", flat=True)
+    )
+    touched |= set(
+        DecisionValue.objects.filter(touches, finding__decision__is_current=True).values_list(
+            "finding__decision__item_id", flat=True
+        )
+    )
+    return _rerun(touched, remap={source.pk: target.pk})
+
+
+def follow_split(mapping: Mapping[int, int]) -> int:
+    """Annotation labels were reassigned (`mapping`: LabelValue id → new category id): consolidate again
+    the items concerned that have an open disagreement or an automatic decision."""
+    touched = set(
+        LabelValue.objects.filter(pk__in=list(mapping)).values_list(
+            "finding__annotation__assignment__item_id", flat=True
+        )
+    )
+    return _rerun(touched, label_remap=mapping)
+
+
+def _rerun(item_ids: set[int], **options: Any) -> int:
+    if not item_ids:
+        return 0
+    rerun = Review.objects.filter(item_id__in=item_ids).filter(
+        Q(state=ReviewState.DISAGREEMENT)
+        | Q(item__decisions__is_current=True, item__decisions__provenance__in=list(AUTOMATIC))
+    )
+    return consolidate_items(sorted(set(rerun.values_list("item_id", flat=True))), **options)
+
+
+# --- Importing gold decisions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportedDecisions:
+    """What `import_decisions` did: items in the file, new decisions (of which `replaced` superseded a
+    different current decision) and items whose current decision already held the same labels."""
+
+    items: int
+    created: int
+    replaced: int
+    unchanged: int
+
+
+@dataclass
+class _Planned:
+    item: Item
+    gold: Gold
+    rationale: str
+    round_id: int | None
+
+
+def import_decisions(
+    study: Study, rows: Sequence[LabelRow], *, actor: User | None = None
+) -> ImportedDecisions:
+    """Import gold decisions (provenance ``imported``) from parsed labels-CSV rows (DESIGN.md §5).
+
+    Items are found by URL (as written or canonical); labels resolve through the codebook (a key or a path
+    of names) and must name active categories; `memo` becomes the rationale; `round`, when given, must be a
+    round of the study. The import is all-or-nothing: every problem is collected first and raised as one
+    LabelFileError (row, field, value) before anything is written. Re-importing is idempotent: an item whose
+    current decision holds the same labels gets no new decision; different labels make a new current
+    decision superseding the old one, which is kept.
+    """
+    index = CodebookIndex.for_study(study)
+    problems: list[LabelProblem] = []
+    items = _items_by_url(study, {r.item for r in rows})
+    rounds = dict(Round.objects.filter(study=study).values_list("number", "id"))
+    per_item: dict[int, list[LabelRow]] = defaultdict(list)
+    for row in rows:
+        item = items.get(row.item)
+        if item is None:
+            problems.append(
+                LabelProblem(row.first_row, "item", row.item, "no item with this URL in the study")
+            )
+            continue
+        if row.round is not None and row.round not in rounds:
+            problems.append(
+                LabelProblem(row.first_row, "round", str(row.round), "no such round in the study")
+            )
+            continue
+        per_item[item.pk].append(row)
+    plans: list[_Planned] = []
+    by_id = {item.pk: item for item in items.values()}
+    for item_id, group in per_item.items():
+        plan = _plan_item(by_id[item_id], group, index, rounds, problems)
+        if plan is not None:
+            plans.append(plan)
+    if problems:
+        raise LabelFileError(problems)
+    created = replaced = unchanged = 0
+    with transaction.atomic():
+        for plan in plans:
+            outcome = _import_one(plan, index, actor)
+            created += outcome in ("created", "replaced")
+            replaced += outcome == "replaced"
+            unchanged += outcome == "unchanged"
+    return ImportedDecisions(items=len(plans), created=created, replaced=replaced, unchanged=unchanged)
+
+
+def _items_by_url(study: Study, urls: set[str]) -> dict[str, Item]:
+    """URL as written in the file → item, trying the canonical spelling when the exact one is unknown."""
+    canonical: dict[str, str] = {}
+    for url in urls:
+        try:
+            canonical[url] = canonical_url(url)
+        except ValueError:
+            canonical[url] = url
+    found = {i.url: i for i in Item.objects.filter(study=study, url__in=set(urls) | set(canonical.values()))}
+    return {
+        url: found.get(url) or found[canonical[url]]
+        for url in urls
+        if url in found or canonical[url] in found
+    }
+
+
+def _plan_item(
+    item: Item,
+    group: list[LabelRow],
+    index: CodebookIndex,
+    rounds: Mapping[int, int],
+    problems: list[LabelProblem],
+) -> _Planned | None:
+    before = len(problems)
+    annotators = list(dict.fromkeys(r.annotator for r in group))
+    if len(annotators) > 1:
+        second = next(r for r in group if r.annotator == annotators[1])
+        problems.append(
+            LabelProblem(
+                second.first_row,
+                "annotator",
+                second.annotator,
+                f"the item's decision rows name several annotators ({', '.join(map(repr, annotators))}): "
+                "a gold decision is one set of labels",
+            )
+        )
+    round_numbers = list(dict.fromkeys(r.round for r in group if r.round is not None))
+    if len(round_numbers) > 1:
+        second = next(r for r in group if r.round == round_numbers[1])
+        problems.append(
+            LabelProblem(
+                second.first_row, "round", str(second.round), "the item's decision rows name several rounds"
+            )
+        )
+    by_number: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for row in sorted(group, key=lambda r: r.finding):
+        finding = by_number.setdefault(row.finding, {})
+        for label in row.labels:
+            try:
+                dimension = index.dimension(label.dimension)
+            except UnknownDimensionError as exc:
+                problems.append(LabelProblem(label.row, "dimension", label.dimension, str(exc)))
+                continue
+            if dimension.retired:
+                problems.append(
+                    LabelProblem(label.row, "dimension", label.dimension, "the dimension is retired")
+                )
+                continue
+            try:
+                category_id = index.resolve(dimension.key, label.text)
+            except LabelError as exc:
+                problems.append(LabelProblem(label.row, "label", label.text, str(exc)))
+                continue
+            category = index.categories[category_id]
+            if not category.is_active:
+                status = category.status
+                if category.merged_into_id in index.categories:
+                    status += f" into {index.path(category.merged_into_id)!r}"
+                problems.append(
+                    LabelProblem(label.row, "label", label.text, f"{index.path(category_id)!r} is {status}")
+                )
+                continue
+            finding.setdefault(dimension.key, []).append((category_id, label.row))
+    gold: Gold = []
+    for number in sorted(by_number):
+        values = by_number[number]
+        for key, chosen in values.items():
+            dimension = index.dimension(key)
+            if not dimension.multiple and len({c for c, _ in chosen}) > 1:
+                problems.append(
+                    LabelProblem(
+                        chosen[1][1],
+                        "label",
+                        index.categories[chosen[1][0]].key,
+                        f"{dimension.name!r} takes one category; finding {number} already has "
+                        f"{index.path(chosen[0][0])!r}",
+                    )
+                )
+        ids = {k: frozenset(c for c, _ in v) for k, v in values.items()}
+        applicable = {d.key for d in index.applicable_dimensions({k: list(v) for k, v in ids.items()})}
+        for key, chosen in values.items():
+            if key not in applicable:
+                on = index.dimension(key).applies_when
+                when = f" (only when {on[0]!r} is {on[1]!r})" if on else ""
+                problems.append(
+                    LabelProblem(
+                        chosen[0][1],
+                        "dimension",
+                        key,
+                        f"does not apply to finding {number} of this item{when}",
+                    )
+                )
+        if ids:
+            gold.append(ids)
+    if len(problems) > before:
+        return None
+    memos = list(dict.fromkeys(r.memo.strip() for r in group if r.memo.strip()))
+    round_id = rounds[round_numbers[0]] if round_numbers else None
+    return _Planned(item, gold, "\n\n".join(memos), round_id)
+
+
+def _import_one(plan: _Planned, index: CodebookIndex, actor: User | None) -> str:
+    item = Item.objects.select_for_update().get(pk=plan.item.pk)
+    current = Decision.objects.filter(item=item, is_current=True).first()
+    labels = item_labels(item)
+    if current is not None and same_labels(decision_findings(current), plan.gold):
+        outcome = "unchanged"
+    else:
+        _record(
+            item,
+            plan.gold,
+            Provenance.IMPORTED,
+            labels,
+            previous=current,
+            actor=actor,
+            rationale=plan.rationale,
+            round_id=plan.round_id,
+            override=bool(labels.findings) and overrides_everyone(plan.gold, labels.findings),
+            index=index,
+        )
+        outcome = "replaced" if current is not None else "created"
+    review, created = Review.objects.select_for_update().get_or_create(
+        item=item, defaults={"study_id": item.study_id, "round_id": plan.round_id or labels.round_id}
+    )
+    _save_review(
+        review,
+        ReviewState.DECIDED,
+        list(review.disagreeing_dimensions or []),
+        plan.round_id or labels.round_id,
+        force=created,
+    )
+    return outcome
