@@ -5,4 +5,7 @@ from . import views
 app_name = "agreement"
 urlpatterns = [
     path("agreement/", views.dashboard, name="dashboard"),
+    path("agreement/compute/", views.compute, name="compute"),
+    path("agreement/jobs/<int:pk>/progress/", views.progress, name="progress"),
+    path("agreement/items/", views.cell_items, name="cell-items"),
 ]

@@ -1,0 +1,177 @@
+"""``agreement``: inter-rater agreement of a ratings file or of a study (DESIGN.md §4, §6).
+
+    agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
+    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S] --format json|text
+
+Bad input (an unreadable or malformed ratings file, one annotator only, an unknown study, dimension or
+round, options of the other form) ends with a message naming the problem and exit status 2. The study form
+records its computation as an `AgreementSnapshot`, like the dashboard does, and prints progress to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.agreement.metrics import agreement_report
+from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
+from apps.agreement.services import RatingsError, command_snapshot
+from apps.core.commands import get_study
+
+BAD_INPUT = 2
+
+_METRICS = (
+    ("percent_agreement", "percent agreement"),
+    ("cohen_kappa", "Cohen's kappa"),
+    ("fleiss_kappa", "Fleiss' kappa"),
+    ("krippendorff_alpha", "Krippendorff's alpha"),
+    ("gwet_ac1", "Gwet's AC1"),
+    ("krippendorff_alpha_masi", "Krippendorff's alpha (MASI)"),
+    ("krippendorff_alpha_jaccard", "Krippendorff's alpha (Jaccard)"),
+)
+
+
+def _fail(message: str) -> CommandError:
+    return CommandError(message, returncode=BAD_INPUT)
+
+
+class Command(BaseCommand):
+    help = (
+        "Inter-rater agreement (DESIGN.md §6): agreement --ratings FILE.csv [--multi] [--categories a,b,c] "
+        "[--bootstrap B --seed S] --format json|text, or agreement STUDY [--dimension KEY] [--round N] "
+        "[--level DEPTH] --format json|text"
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", nargs="?", metavar="STUDY", help="the study's slug")
+        parser.add_argument("--ratings", metavar="FILE.csv", help="a ratings file: item,annotator,label")
+        parser.add_argument("--multi", action="store_true", help="each (item, annotator)'s rows form a set")
+        parser.add_argument("--categories", metavar="a,b,c", help="the declared categories, comma-separated")
+        parser.add_argument(
+            "--dimension", metavar="KEY", help="one dimension (default: all, keyed by dimension)"
+        )
+        parser.add_argument("--round", type=int, metavar="N", help="one round (default: all rounds together)")
+        parser.add_argument("--level", type=int, metavar="DEPTH", help="compare at this tree depth (1 = top)")
+        parser.add_argument(
+            "--bootstrap", type=int, metavar="B", help="bootstrap replicates for alpha's 95%% CI"
+        )
+        parser.add_argument("--seed", type=int, metavar="S", help="random seed of the bootstrap")
+        parser.add_argument("--format", choices=["json", "text"], default="text")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if (opts["study"] is None) == (opts["ratings"] is None):
+            raise _fail("give either a study slug or --ratings FILE.csv (not both, not neither)")
+        if opts["bootstrap"] is not None and opts["bootstrap"] < 1:
+            raise _fail(f"--bootstrap must be a positive number of replicates, got {opts['bootstrap']}")
+        if opts["seed"] is not None and opts["bootstrap"] is None:
+            raise _fail("--seed needs --bootstrap B")
+        if opts["ratings"] is not None:
+            wrong = [flag for flag in ("dimension", "round", "level") if opts[flag] is not None]
+            if wrong:
+                raise _fail(f"--{wrong[0]} applies to a study, not to --ratings")
+            self._ratings(opts)
+        else:
+            wrong = [flag for flag in ("multi", "categories") if opts[flag]]
+            if wrong:
+                raise _fail(f"--{wrong[0]} applies to --ratings, not to a study")
+            self._study(opts)
+
+    def _ratings(self, opts: dict[str, Any]) -> None:
+        categories = None if opts["categories"] is None else opts["categories"].split(",")
+        path = Path(opts["ratings"])
+        if not path.is_file():
+            raise _fail(f"{path}: no such file")
+        try:
+            table = parse_ratings(path, multi=opts["multi"], categories=categories)
+        except RatingsFileError as exc:
+            raise _fail(f"{path}: {exc}") from None
+        report = agreement_report(table, bootstrap=opts["bootstrap"], seed=opts["seed"])
+        self._print(report, opts["format"], title=str(path))
+
+    def _study(self, opts: dict[str, Any]) -> None:
+        try:
+            study = get_study(opts["study"])
+        except CommandError as exc:
+            raise _fail(str(exc)) from None
+        try:
+            snapshot = command_snapshot(
+                study,
+                dimension=opts["dimension"],
+                round_number=opts["round"],
+                level=opts["level"],
+                bootstrap=opts["bootstrap"],
+                seed=opts["seed"],
+                echo=lambda line: self.stderr.write(line),
+            )
+        except RatingsError as exc:
+            raise _fail(f"{study.slug}: {exc}") from None
+        if snapshot.status != "succeeded":
+            raise CommandError(f"{study.slug}: {snapshot.error or snapshot.message}")
+        result: dict[str, Any] = snapshot.result
+        if opts["dimension"] is not None:
+            self._print(result, opts["format"], title=_title(study.slug, result))
+        elif opts["format"] == "json":
+            self.stdout.write(json.dumps(result, ensure_ascii=False))
+        else:
+            self.stdout.write("\n\n".join(format_text(r, _title(study.slug, r)) for r in result.values()))
+
+    def _print(self, report: dict[str, Any], fmt: str, *, title: str) -> None:
+        if fmt == "json":
+            self.stdout.write(json.dumps(report, ensure_ascii=False))
+        else:
+            self.stdout.write(format_text(report, title))
+
+
+def _title(slug: str, report: dict[str, Any]) -> str:
+    scope = "all rounds" if report["round"] is None else f"round {report['round']}"
+    level = "full depth" if report["level"] is None else f"level {report['level']}"
+    return f"{slug} · {report['dimension']} · {scope} · {level} · codebook v{report['codebook_version']}" + (
+        " · values compared as sets" if report["values"] == "sets" else ""
+    )
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.4f}"
+
+
+def format_text(report: dict[str, Any], title: str) -> str:
+    """The report as aligned plain text: the headline figures, then per category and per pair; every
+    undefined figure reads ``n/a`` and its reason is listed at the end."""
+    lines = [
+        title,
+        f"items {report['n_items']} · annotators {report['n_annotators']} · ratings {report['n_ratings']}",
+        "",
+    ]
+    for key, label in _METRICS:
+        if key not in report:
+            continue
+        line = f"{label:<32}{_number(report[key]):>9}"
+        if key == "krippendorff_alpha" and report.get("krippendorff_alpha_ci"):
+            low, high = report["krippendorff_alpha_ci"]
+            line += f"   95% CI [{low:.4f}, {high:.4f}]"
+        lines.append(line)
+    categories = report["per_category"]
+    if categories:
+        width = max(12, *(len(name) for name in categories)) + 2
+        lines += ["", f"{'category':<{width}}{'kappa':>9}{'fleiss':>9}{'alpha':>9}"]
+        for name, values in categories.items():
+            lines.append(
+                f"{name:<{width}}{_number(values['cohen_kappa']):>9}{_number(values['fleiss_kappa']):>9}"
+                f"{_number(values['krippendorff_alpha']):>9}"
+            )
+    if report["pairwise"]:
+        lines += ["", f"{'pair':<32}{'n':>6}{'agree':>9}{'kappa':>9}"]
+        for pair in report["pairwise"]:
+            names = f"{pair['a']} / {pair['b']}"
+            lines.append(
+                f"{names:<32}{pair['n']:>6}{_number(pair['percent_agreement']):>9}"
+                f"{_number(pair['cohen_kappa']):>9}"
+            )
+    if report["undefined"]:
+        lines += ["", "n/a:"]
+        lines += [f"  {key}: {reason}" for key, reason in report["undefined"].items()]
+    return "\n".join(lines)

@@ -1,0 +1,385 @@
+"""Agreement computations on a study, each recorded as an `AgreementSnapshot` (DESIGN.md §2.5, §4, §6).
+
+Two kinds of snapshot, told apart by ``params["kind"]``:
+
+* ``"command"``: what ``manage.py agreement STUDY`` prints: one dimension's report, or an object keyed by
+  dimension, for one round or all rounds, at one level (`command_snapshot`);
+* ``"dashboard"``: what the dashboard shows at one level: every active dimension, for each round and for
+  all rounds together, with a bootstrap interval for alpha (`request_dashboard`).
+
+A snapshot stores who asked (``created_by``), the parameters, the codebook version the figures were
+computed on, and the result as JSON. A study with more than `sync_max_ratings()` submitted label values
+is computed in the background by `tasks.compute_agreement_task`; smaller ones on request. Both run through
+`run_snapshot`, inside `corpus.jobs.run_job`, so the row records its status and progress the same way
+whichever way it ran. Computing reads only; the one write is the snapshot row itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max
+
+from apps.accounts.models import Study, User
+from apps.annotation.models import Annotation, LabelValue
+from apps.core.models import JobStatus
+from apps.corpus.jobs import JobFailed, JobProgress, is_stalled, run_job
+from apps.corpus.models import Item
+from apps.taxonomy.models import Codebook
+
+from .metrics import ConfusionMatrix, RatingTable, agreement_report, confusion_matrix
+from .models import AgreementSnapshot
+from .ratings import PENDING, DimensionTable, RatingsError, StudyRatings, build_table, load_study_ratings
+
+DASHBOARD_BOOTSTRAP = 1000
+DASHBOARD_SEED = 0
+DEFAULT_SYNC_MAX_RATINGS = 20_000
+ALL_ROUNDS = "all"
+
+__all__ = [
+    "ALL_ROUNDS",
+    "DASHBOARD_BOOTSTRAP",
+    "DASHBOARD_SEED",
+    "DashboardState",
+    "RatingsError",
+    "cell_items",
+    "command_snapshot",
+    "confusion",
+    "dashboard_state",
+    "dimension_report",
+    "fingerprint",
+    "request_dashboard",
+    "run_snapshot",
+    "sync_max_ratings",
+    "value_label",
+]
+
+
+def sync_max_ratings() -> int:
+    """Above this many submitted label values a dashboard computation runs in the background
+    (``settings.AGREEMENT_SYNC_MAX_RATINGS``, default 20,000)."""
+    return int(getattr(settings, "AGREEMENT_SYNC_MAX_RATINGS", DEFAULT_SYNC_MAX_RATINGS))
+
+
+# ------------------------------------------------------------------------------------------- reports
+def dimension_report(
+    ratings: StudyRatings,
+    dimension_key: str,
+    *,
+    round_number: int | None = None,
+    level: int | None = None,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """One dimension's report: ``dimension``, ``round`` (None = all), ``level`` (None = full depth),
+    ``codebook_version`` and ``values`` (``"single"`` or ``"sets"``, see `ratings`), then the §6 keys of
+    `metrics.agreement_report`, then ``n_pairable`` (items with two or more ratings) and
+    ``category_counts`` (ratings choosing each declared category). Raises RatingsError."""
+    table = build_table(ratings, dimension_key, round_number=round_number, level=level)
+    return {
+        "dimension": table.dimension.key,
+        "round": round_number,
+        "level": level,
+        "codebook_version": ratings.codebook_version,
+        "values": "sets" if table.is_multi else "single",
+        **agreement_report(table.table, bootstrap=bootstrap, seed=seed),
+        "n_pairable": table.n_pairable,
+        "category_counts": table.counts,
+    }
+
+
+def _check_request(
+    ratings: StudyRatings, dimension: str | None, round_number: int | None, level: int | None
+) -> list[str]:
+    """The dimension keys to report on; RatingsError for an unknown dimension or round or a bad level."""
+    keys = (
+        [ratings.dimension(dimension).key]
+        if dimension is not None
+        else [d.key for d in ratings.index.dimensions]
+    )
+    if not keys:
+        raise RatingsError("the study has no codebook dimensions yet; load a codebook first")
+    if round_number is not None:
+        ratings.check_round(round_number)
+    if level is not None and level < 1:
+        raise RatingsError(f"the level must be 1 (the top of the tree) or more, got {level}")
+    return keys
+
+
+def command_snapshot(
+    study: Study,
+    *,
+    dimension: str | None = None,
+    round_number: int | None = None,
+    level: int | None = None,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+    actor: User | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> AgreementSnapshot:
+    """Compute ``agreement STUDY`` in the foreground and record it; ``snapshot.result`` is the output.
+
+    The result is one `dimension_report` when ``dimension`` is given, else an object keyed by dimension
+    (every active dimension, in codebook order). Bad input (unknown dimension or round, level below 1, no
+    codebook) raises RatingsError before anything is written.
+    """
+    ratings = load_study_ratings(study, dimension=dimension)
+    _check_request(ratings, dimension, round_number, level)
+    if bootstrap is not None and bootstrap < 1:
+        raise RatingsError(f"--bootstrap must be a positive number of replicates, got {bootstrap}")
+    snapshot = AgreementSnapshot.objects.create(
+        study=study,
+        round_id=ratings.check_round(round_number).id if round_number is not None else None,
+        dimension_id=ratings.dimension(dimension).id if dimension is not None else None,
+        level=level,
+        codebook_version=ratings.codebook_version,
+        params={
+            "kind": "command",
+            "dimension": dimension,
+            "round": round_number,
+            "level": level,
+            "bootstrap": bootstrap,
+            "seed": seed,
+        },
+        created_by=actor,
+    )
+    return run_snapshot(snapshot, echo=echo, ratings=ratings)
+
+
+# ----------------------------------------------------------------------------------------- dashboard
+def fingerprint(study: Study) -> dict[str, Any]:
+    """What a dashboard snapshot depends on: the codebook version and the submitted annotations (their
+    number and latest change) and label values (their number, which decides sync or background)."""
+    annotations = Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False).aggregate(
+        n=Count("id"), updated=Max("updated_at"), submitted=Max("submitted_at")
+    )
+    last = max((t for t in (annotations["updated"], annotations["submitted"]) if t is not None), default=None)
+    return {
+        "codebook_version": Codebook.objects.filter(study=study).values_list("version", flat=True).first()
+        or 0,
+        "annotations": annotations["n"],
+        "last_change": last.isoformat() if last is not None else None,
+        "ratings": LabelValue.objects.filter(
+            finding__annotation__assignment__study=study, finding__annotation__submitted_at__isnull=False
+        ).count(),
+    }
+
+
+@dataclass(frozen=True)
+class DashboardState:
+    """What the dashboard can show at one level: the latest finished snapshot (``fresh`` when the labels
+    and codebook have not changed since), a snapshot still queued or running, and the latest attempt if
+    it failed after that success (``failed``)."""
+
+    snapshot: AgreementSnapshot | None
+    running: AgreementSnapshot | None
+    failed: AgreementSnapshot | None
+    fresh: bool
+    fingerprint: dict[str, Any]
+
+    @property
+    def large(self) -> bool:
+        return int(self.fingerprint["ratings"]) > sync_max_ratings()
+
+    @property
+    def should_compute(self) -> bool:
+        """Compute on this request: nothing is running, the last attempt on these labels did not fail,
+        and there is no snapshot yet, or it is stale and the study small enough to recompute now."""
+        if self.running is not None:
+            return False
+        if self.failed is not None and self.failed.params.get("fingerprint") == self.fingerprint:
+            return False
+        return self.snapshot is None or (not self.fresh and not self.large)
+
+
+def dashboard_state(study: Study, level: int | None) -> DashboardState:
+    current = fingerprint(study)
+    snapshots = AgreementSnapshot.objects.filter(study=study, level=level, params__kind="dashboard")
+    latest = snapshots.filter(status=JobStatus.SUCCEEDED).select_related("created_by").order_by("-pk").first()
+    failed = snapshots.filter(status=JobStatus.FAILED).order_by("-pk").first()
+    if failed is not None and latest is not None and failed.pk < latest.pk:
+        failed = None
+    unfinished = snapshots.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).order_by("-pk")[:5]
+    running = next((s for s in unfinished if not is_stalled(s)), None)
+    fresh = latest is not None and latest.params.get("fingerprint") == current
+    return DashboardState(latest, running, failed, fresh, current)
+
+
+def request_dashboard(study: Study, level: int | None, *, actor: User | None) -> AgreementSnapshot:
+    """Record a dashboard computation at ``level`` and run it: now when the study is small, else in the
+    background (`tasks.compute_agreement_task`, enqueued once the snapshot row is committed)."""
+    if level is not None and level < 1:
+        raise RatingsError(f"the level must be 1 (the top of the tree) or more, got {level}")
+    current = fingerprint(study)
+    snapshot = AgreementSnapshot.objects.create(
+        study=study,
+        level=level,
+        codebook_version=current["codebook_version"],
+        params={
+            "kind": "dashboard",
+            "level": level,
+            "bootstrap": DASHBOARD_BOOTSTRAP,
+            "seed": DASHBOARD_SEED,
+            "fingerprint": current,
+        },
+        created_by=actor,
+    )
+    if int(current["ratings"]) > sync_max_ratings():
+        from .tasks import compute_agreement_task  # tasks import this module
+
+        snapshot_id = snapshot.pk
+        transaction.on_commit(lambda: compute_agreement_task.delay(snapshot_id))
+        return snapshot
+    return run_snapshot(snapshot)
+
+
+def _dashboard_result(
+    ratings: StudyRatings, level: int | None, bootstrap: int, seed: int, progress: JobProgress
+) -> dict[str, Any]:
+    scopes: list[int | None] = [*ratings.round_numbers, None]
+    dimensions = ratings.index.dimensions
+    progress.set_total(len(dimensions) * len(scopes))
+    out = []
+    for dimension in dimensions:
+        reports: dict[str, dict[str, Any]] = {}
+        for scope in scopes:
+            if scope is None and len(scopes) == 2:
+                # One round: all rounds are that round, the same units and the same bootstrap draws.
+                reports[ALL_ROUNDS] = {**reports[str(scopes[0])], "round": None}
+            else:
+                reports[ALL_ROUNDS if scope is None else str(scope)] = dimension_report(
+                    ratings, dimension.key, round_number=scope, level=level, bootstrap=bootstrap, seed=seed
+                )
+            progress.advance(1, f"{dimension.name}, {'all rounds' if scope is None else f'round {scope}'}")
+        out.append(
+            {
+                "key": dimension.key,
+                "name": dimension.name,
+                "multiple": dimension.multiple,
+                "max_depth": max(
+                    (ratings.index.depth(c) for c in ratings.index.tree(dimension.key)), default=0
+                ),
+                "reports": reports,
+            }
+        )
+    return {
+        "rounds": [{"number": r.number, "label": r.label} for r in ratings.rounds],
+        "dimensions": out,
+    }
+
+
+# --------------------------------------------------------------------------------------- running one
+def run_snapshot(
+    snapshot: AgreementSnapshot,
+    *,
+    echo: Callable[[str], None] | None = None,
+    ratings: StudyRatings | None = None,
+) -> AgreementSnapshot:
+    """Compute a queued (or claimed) snapshot and store its result and codebook version.
+
+    Bad parameters (a dimension or round deleted since) end the snapshot *failed* with the message;
+    any other error too, and is raised again (`corpus.jobs.run_job`).
+    """
+    params = snapshot.params
+
+    def work(progress: JobProgress) -> str:
+        nonlocal ratings
+        try:
+            if ratings is None:
+                ratings = load_study_ratings(snapshot.study, dimension=params.get("dimension"))
+            progress.note("Computing agreement")
+            if params.get("kind") == "dashboard":
+                result: dict[str, Any] = _dashboard_result(
+                    ratings, snapshot.level, int(params["bootstrap"]), int(params["seed"]), progress
+                )
+                message = f"Agreement on {len(result['dimensions'])} dimension(s)"
+            else:
+                result, message = _command_result(ratings, params, progress)
+        except RatingsError as exc:
+            raise JobFailed(str(exc)) from exc
+        snapshot.result = result
+        snapshot.codebook_version = ratings.codebook_version
+        AgreementSnapshot.objects.filter(pk=snapshot.pk).update(
+            result=result, codebook_version=ratings.codebook_version
+        )
+        return message
+
+    return run_job(snapshot, work, echo=echo)
+
+
+def _command_result(
+    ratings: StudyRatings, params: dict[str, Any], progress: JobProgress
+) -> tuple[dict[str, Any], str]:
+    dimension, round_number, level = params.get("dimension"), params.get("round"), params.get("level")
+    keys = _check_request(ratings, dimension, round_number, level)
+    progress.set_total(len(keys))
+    reports = {}
+    for key in keys:
+        reports[key] = dimension_report(
+            ratings,
+            key,
+            round_number=round_number,
+            level=level,
+            bootstrap=params.get("bootstrap"),
+            seed=params.get("seed"),
+        )
+        progress.advance(1, f"dimension {key}")
+    result = reports[keys[0]] if dimension is not None else reports
+    return result, f"Agreement on {len(keys)} dimension(s)"
+
+
+# ----------------------------------------------------------------------------- drill-down, on request
+def confusion(
+    study: Study, dimension_key: str, *, round_number: int | None, level: int | None, a: str, b: str
+) -> tuple[StudyRatings, DimensionTable, ConfusionMatrix]:
+    """Annotator ``a``'s values (rows) against ``b``'s (columns) for one dimension on the items both
+    rated, from the current labels; set tables compare whole sets. RatingsError for unknown names."""
+    ratings = load_study_ratings(study, dimension=dimension_key)
+    table = build_table(ratings, dimension_key, round_number=round_number, level=level)
+    nominal = table.table if isinstance(table.table, RatingTable) else table.table.as_nominal()
+    try:
+        matrix = confusion_matrix(nominal, a, b)
+    except ValueError as exc:
+        raise RatingsError(str(exc)) from None
+    return ratings, table, matrix
+
+
+def cell_items(
+    study: Study,
+    dimension_key: str,
+    *,
+    round_number: int | None,
+    level: int | None,
+    a: str,
+    b: str,
+    row: str,
+    column: str,
+) -> tuple[StudyRatings, DimensionTable, ConfusionMatrix, list[tuple[int, Item]]]:
+    """The items behind one confusion-matrix cell, as (round number, item) in table order."""
+    ratings, table, matrix = confusion(study, dimension_key, round_number=round_number, level=level, a=a, b=b)
+    labels = list(matrix.labels)
+    for name, value in (("row", row), ("column", column)):
+        if value not in labels:
+            raise RatingsError(f"unknown {name} value {value!r} for dimension {dimension_key!r}")
+    units = [table.unit_of(name) for name in matrix.items[labels.index(row)][labels.index(column)]]
+    items = Item.objects.filter(study=study).in_bulk([item_id for _, item_id in units])
+    return ratings, table, matrix, [(r, items[i]) for r, i in units if i in items]
+
+
+def value_label(ratings: StudyRatings, table_labels: dict[str, int | None], name: str) -> str:
+    """How a person reads a value name: a category's path of names, ``pending``, or for a set (a JSON
+    array of names) its members' paths joined by `` + `` (``no category`` for the empty set)."""
+    if name in table_labels:
+        category_id = table_labels[name]
+        return PENDING if category_id is None else ratings.index.path(category_id)
+    if name.startswith("["):
+        members: Sequence[str] = json.loads(name)
+        if not members:
+            return "no category"
+        return " + ".join(value_label(ratings, table_labels, member) for member in members)
+    return name
