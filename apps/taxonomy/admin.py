@@ -1,20 +1,22 @@
 from django.contrib import admin
 
+from apps.core.admin import ReadOnlyAdmin
+
 from .models import Category, Codebook, CodebookChange, CodebookVersion, Dimension
 
 
 @admin.register(Codebook)
-class CodebookAdmin(admin.ModelAdmin[Codebook]):
+class CodebookAdmin(ReadOnlyAdmin):
     list_display = ["study", "name", "version"]
 
 
 @admin.register(Dimension)
-class DimensionAdmin(admin.ModelAdmin[Dimension]):
+class DimensionAdmin(ReadOnlyAdmin):
     list_display = ["codebook", "key", "name", "multiple", "position"]
 
 
 @admin.register(Category)
-class CategoryAdmin(admin.ModelAdmin[Category]):
+class CategoryAdmin(ReadOnlyAdmin):
     list_display = ["dimension", "key", "name", "parent", "status"]
     list_filter = ["status"]
     search_fields = ["key", "name"]
@@ -22,11 +24,11 @@ class CategoryAdmin(admin.ModelAdmin[Category]):
 
 
 @admin.register(CodebookChange)
-class CodebookChangeAdmin(admin.ModelAdmin[CodebookChange]):
+class CodebookChangeAdmin(ReadOnlyAdmin):
     list_display = ["codebook", "version", "kind", "actor", "at"]
     list_filter = ["kind"]
 
 
 @admin.register(CodebookVersion)
-class CodebookVersionAdmin(admin.ModelAdmin[CodebookVersion]):
+class CodebookVersionAdmin(ReadOnlyAdmin):
     list_display = ["codebook", "number", "created_at"]
