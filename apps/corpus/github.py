@@ -48,21 +48,13 @@ from apps.corpus.records import (
 )
 from apps.corpus.screening import first_matching_label
 
+from .http import CONNECTION_ERRORS, NoticeCallback, WaitCallback
+
 DEFAULT_API_URL = "https://api.github.com"
 SEARCH_RESULT_CAP = 1000
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SECONDARY_LIMIT_WAIT = 60.0
 _NOT_FOUND_STATUSES = (404, 410, 451)
-# requests wraps resets and refusals in its ConnectionError; the builtin one is a raw socket error.
-_CONNECTION_ERRORS = (
-    requests.ConnectionError,
-    requests.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-    ConnectionError,
-)
-
-WaitCallback = Callable[[float, str], None]
-NoticeCallback = Callable[[str], None]
 
 
 class GitHubError(Exception):
@@ -471,7 +463,7 @@ class GitHubClient:
                 response = self._session.get(
                     url, params=params, headers=self._headers(url), timeout=self._timeout
                 )
-            except _CONNECTION_ERRORS as exc:
+            except CONNECTION_ERRORS as exc:
                 problem = f"connection failed ({type(exc).__name__})"
             if response is None:
                 failures += 1

@@ -47,6 +47,8 @@ from apps.corpus.records import (
     stackexchange_question_ref,
 )
 
+from .http import CONNECTION_ERRORS, NoticeCallback, WaitCallback
+
 DEFAULT_API_URL = "https://api.stackexchange.com/2.3"
 IDS_PER_CALL = 100
 _SITE_HOSTS = {
@@ -59,15 +61,6 @@ _SITE_HOSTS = {
 }
 _RETRYABLE_ERRORS = frozenset({"internal_error", "temporarily_unavailable"})
 _THROTTLE_SECONDS = re.compile(r"available in (\d+) seconds")
-_CONNECTION_ERRORS = (
-    requests.ConnectionError,
-    requests.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-    ConnectionError,
-)
-
-WaitCallback = Callable[[float, str], None]
-NoticeCallback = Callable[[str], None]
 
 
 class StackExchangeError(Exception):
@@ -363,7 +356,7 @@ class StackExchangeClient:
             response: requests.Response | None = None
             try:
                 response = self._session.get(url, params=query, timeout=self._timeout)
-            except _CONNECTION_ERRORS as exc:
+            except CONNECTION_ERRORS as exc:
                 problem = f"connection failed ({type(exc).__name__})"
             if response is None:
                 retry(problem)
