@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -24,11 +24,18 @@ from .permissions import access_study
 def study_list(request: HtmxHttpRequest) -> HttpResponse:
     user = request.user
     assert isinstance(user, User)
+    # Members are counted in a subquery: visible_to() joins memberships filtered to this user, which a
+    # plain Count("memberships") would count instead of all members.
     studies = (
         Study.objects.visible_to(user)
         .annotate(
             n_items=Count("items", distinct=True),
-            n_members=Count("memberships", distinct=True),
+            n_members=Subquery(
+                Membership.objects.filter(study=OuterRef("pk"))
+                .values("study")
+                .annotate(n=Count("id"))
+                .values("n")
+            ),
         )
         .order_by("name")
     )

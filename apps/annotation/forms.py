@@ -18,7 +18,19 @@ class WorkbenchForm(forms.Form):
     next = forms.ChoiceField(choices=[("next", "next"), ("stay", "stay")], required=False)
 
 
-class DrawRoundForm(forms.Form):
+class _OwnIds(forms.Form):
+    """The rounds page shows several forms with the same field names: each gets its own id prefix,
+    so every <label for> points at its own input."""
+
+    id_prefix = "id"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", f"{self.id_prefix}_%s")
+        super().__init__(*args, **kwargs)
+
+
+class DrawRoundForm(_OwnIds):
+    id_prefix = "draw"
     number = forms.IntegerField(min_value=1, label="Round number")
     size = forms.IntegerField(min_value=1, label="Sample size", help_text="Items to draw.")
     seed = forms.IntegerField(help_text="Same seed, same study → same sample. State it in the paper.")
@@ -30,7 +42,8 @@ class DrawRoundForm(forms.Form):
     )
 
 
-class AssignForm(forms.Form):
+class AssignForm(_OwnIds):
+    id_prefix = "assign"
     number = forms.TypedChoiceField(coerce=int, label="Round")
     annotators = forms.MultipleChoiceField(
         widget=forms.CheckboxSelectMultiple,
@@ -47,8 +60,10 @@ class AssignForm(forms.Form):
         self.fields["overlap"].initial = overlap
 
 
-class AddItemsForm(forms.Form):
+class AddItemsForm(_OwnIds):
     """Items by hand (ids or URLs, one per line) or by a filter over items in no round yet."""
+
+    id_prefix = "add"
 
     number = forms.IntegerField(min_value=1, label="Round number")
     items = forms.CharField(

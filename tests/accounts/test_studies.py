@@ -115,3 +115,10 @@ def test_add_member_command_fails_clearly_for_unknown_user_and_study(db: None) -
         call_command("add_member", "s2", "ghost", "--role", "annotator")
     with pytest.raises(CommandError, match="No study with the slug 'nope'"):
         call_command("add_member", "nope", "ghost", "--role", "annotator")
+
+
+def test_study_card_counts_every_member_not_only_the_viewer(
+    client: Client, study: Study, annotator_a: User, annotator_b: User, lead: User
+) -> None:
+    response = login(client, annotator_a).get(reverse("accounts:study-list"))
+    assert response.context["rows"][0]["study"].n_members == 3

@@ -278,7 +278,7 @@ def screening(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     ctx = study_context(
         study,
         role,
-        "rounds",
+        "screening",
         items=rows[:SCREEN_PAGE],
         next_after=rows[SCREEN_PAGE - 1].id if len(rows) > SCREEN_PAGE else None,
         show=show,
@@ -308,7 +308,7 @@ def screen(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         error = " ".join(str(m) for e in form.errors.values() for m in e)
     if request.htmx:
         # htmx swaps only 2xx responses: the row comes back with its error shown, as 200.
-        ctx = study_context(study, role, "rounds", it=item, error=error)
+        ctx = study_context(study, role, "screening", it=item, error=error)
         return render(request, "annotation/screening.html#screen-row", ctx)
     if error:
         messages.error(request, error)
