@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.taxonomy.models import Codebook
 
 from .. import payload as pl
 from ..models import (
@@ -79,6 +80,21 @@ def _draft_normal_form(draft: Mapping[str, Any], book: LoadedCodebook) -> dict[s
     return clean.to_json()
 
 
+def _hold_codebook(study_id: int) -> None:
+    """Share-lock the study's codebook row until the transaction ends (PostgreSQL).
+
+    A codebook change takes FOR UPDATE on that row, so it either waits for this submission and then
+    remaps its labels (a merge), or this submission waits for the change and validates against the
+    changed codebook; without it a merge could commit between our read of the codebook and our
+    writes, leaving a label on a merged category. Submissions share the lock: they never wait for
+    each other. SQLite serialises writers and refuses a write on a stale snapshot, so it needs none.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT 1 FROM "{Codebook._meta.db_table}" WHERE study_id = %s FOR SHARE', [study_id])
+
+
 @dataclass(frozen=True)
 class SubmitResult:
     annotation: Annotation
@@ -106,7 +122,8 @@ def submit_annotation(
 ) -> SubmitResult:
     """Store the labels of `payload` as the assignment's annotation and mark the assignment submitted.
 
-    One transaction; the assignment row is locked first (two clicks or two tabs queue up here), then:
+    One transaction; the assignment row is locked first (two clicks or two tabs queue up here), then the
+    codebook row is share-locked (`_hold_codebook`: a concurrent merge waits or is waited for), then:
     refuse (NotYourAssignment) if `user` is not its annotator, (AlreadyDecided) if the item is decided;
     validate against the current codebook with every applicable dimension required (InvalidLabels, or
     StaleCodebook when `codebook_version`, the version the page was rendered with, is older than the
@@ -121,6 +138,7 @@ def submit_annotation(
         _check_annotator(locked, user)
         if decided_item_ids([locked.item_id]):
             raise AlreadyDecided("This item is decided: its labels can no longer change.")
+        _hold_codebook(locked.study_id)
         book = load_codebook(locked.study)
         try:
             parsed = payload if isinstance(payload, pl.Payload) else pl.parse_payload(payload)

@@ -1,0 +1,133 @@
+"""Races between real concurrent connections on PostgreSQL: double submit, two tabs, a codebook merge while
+an annotator submits. (Two leads deciding one item at once: tests/adjudication/test_concurrency.py.)
+
+Each racer runs on a thread of its own, so it has its own database connection and its own transaction;
+the tests are transactional so that what one commits the other sees, as in production.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from apps.accounts.models import Study, User
+from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
+from apps.annotation.services import StaleCodebook, SubmitResult, labelling, submit_annotation
+from apps.corpus.models import Item
+from apps.taxonomy.models import CategoryStatus
+from apps.taxonomy.services import merge_category
+from tests.annotation.conftest import FAULT_HANG, HOWTO, Book, make_round
+from tests.reliability.conftest import needs_postgres, run_in_threads
+
+pytestmark = [*needs_postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def assignment(
+    study: Study, book: Book, items: list[Item], annotator_a: User, annotator_b: User
+) -> Assignment:
+    round_ = make_round(study, 1, items[:2], {annotator_a: items[:2], annotator_b: items[:2]})
+    return Assignment.objects.get(round=round_, annotator=annotator_a, item=items[0])
+
+
+def stored(annotation: Annotation) -> set[tuple[int, str, str | None]]:
+    return set(
+        LabelValue.objects.filter(finding__annotation=annotation).values_list(
+            "finding__number", "dimension__key", "category__key"
+        )
+    )
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_double_submit_stores_one_annotation_and_one_set_of_labels(
+    attempt: int, assignment: Assignment, annotator_a: User
+) -> None:
+    barrier = threading.Barrier(2)
+    results: list[SubmitResult] = []
+
+    def click() -> None:
+        barrier.wait()
+        results.append(submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3))
+
+    run_in_threads(click, click)
+
+    assert sorted((r.created, r.changed) for r in results) == [(False, False), (True, True)]
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert Finding.objects.filter(annotation=annotation).count() == 1
+    assert stored(annotation) == {
+        (1, "issue_type", "fault"),
+        (1, "symptom", "hang"),
+        (1, "fix_pattern", "fix-config"),
+    }
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_two_tabs_submitting_different_labels_leave_exactly_one_of_them_whole(
+    attempt: int, assignment: Assignment, annotator_a: User
+) -> None:
+    barrier = threading.Barrier(2)
+
+    def tab(payload: dict[str, Any]) -> Any:
+        def run() -> None:
+            barrier.wait()
+            submit_annotation(assignment, payload, annotator_a, codebook_version=3)
+
+        return run
+
+    run_in_threads(tab(FAULT_HANG), tab(HOWTO))
+
+    annotation = Annotation.objects.get(assignment=assignment)  # one annotation, never two
+    fault = {(1, "issue_type", "fault"), (1, "symptom", "hang"), (1, "fix_pattern", "fix-config")}
+    howto = {(1, "issue_type", "howto"), (1, "howto_topic", "parallel")}
+    assert stored(annotation) in (fault, howto)  # the later tab's labels, whole; never a mix
+    assert Finding.objects.filter(annotation=annotation).count() == 1
+    assert annotation.memo == ("asks about DDP" if stored(annotation) == howto else "")
+
+
+def test_a_merge_committed_while_an_annotator_submits_leaves_no_label_on_the_merged_category(
+    book: Book, assignment: Assignment, annotator_a: User, lead: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worst interleaving, forced: the annotator's submit has read the codebook (Hang is active)
+    when the lead merges Hang into Crash. Either the merge waits for the submit and then moves its new
+    label, or the submit waits for the merge and is told the codebook changed; never a label left on
+    a merged category."""
+    loaded, merged = threading.Event(), threading.Event()
+    real_load = labelling.load_codebook
+
+    def load_then_let_the_merge_run(study: Study) -> Any:
+        result = real_load(study)
+        if threading.current_thread().name == "annotator":
+            loaded.set()
+            merged.wait(timeout=3)  # a merge that has to wait for this submit cannot finish: go on
+        return result
+
+    monkeypatch.setattr(labelling, "load_codebook", load_then_let_the_merge_run)
+    outcome: dict[str, Any] = {}
+
+    def annotator() -> None:
+        threading.current_thread().name = "annotator"
+        try:
+            outcome["submit"] = submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3)
+        except StaleCodebook as exc:
+            outcome["submit"] = exc
+
+    def lead_merges() -> None:
+        assert loaded.wait(timeout=10)
+        merge_category(book.categories["hang"], book.categories["crash"], actor=lead)
+        merged.set()
+
+    run_in_threads(annotator, lead_merges)
+
+    hang = book.categories["hang"]
+    hang.refresh_from_db()
+    assert hang.status == CategoryStatus.MERGED
+    assert not LabelValue.objects.filter(category=hang).exists(), "a label was left on the merged category"
+    if isinstance(outcome["submit"], StaleCodebook):
+        assert not Annotation.objects.filter(assignment=assignment, submitted_at__isnull=False).exists()
+    else:
+        value = LabelValue.objects.get(finding__annotation__assignment=assignment, dimension__key="symptom")
+        assert (value.category_id, value.original_category_id) == (book.categories["crash"].pk, hang.pk)
