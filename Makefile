@@ -11,12 +11,16 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test lint format typecheck migrate demo worker bench e2e clean
+.PHONY: help install run test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
 
 help:
 	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
 	@echo "make test   install and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   ruff, ruff format --check, mypy, migrations check"
+	@echo "make e2e    the whole study in Chromium (installs Debian's chromium if missing)"
+	@echo "make bench  benchmarks on PostgreSQL (DATABASE_URL), figures for docs/performance.md"
+	@echo "make load   50 annotators + 2 leads for 5 minutes (LOAD_ARGS=...); make load-quick: 30 s"
+	@echo "make reliability  crash, fault and concurrency tests (PostgreSQL + Redis)"
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "Taxonomist needs Python 3.12 or newer: install it or pass PYTHON=/path/to/python3.12" >&2; exit 1; fi
@@ -63,6 +67,33 @@ lint: install
 format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Browser tests use Debian's Chromium through Playwright, never a downloaded browser build.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "Install Chromium first (Debian: sudo apt-get install -y chromium)" >&2; exit 1; fi; }
+
+e2e: install chromium
+	$(BIN)/pytest tests/e2e -q
+
+guide-screenshots: install chromium
+	TAXONOMIST_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q
+
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
+bench: install
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
+load: install
+	$(BIN)/python bench/load_run.py $(LOAD_ARGS)
+
+load-quick: install
+	$(BIN)/python bench/load_run.py --quick
+
+reliability: install
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/reliability} \
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} $(BIN)/pytest tests/reliability -q -rs
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
