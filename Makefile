@@ -3,8 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # A Python 3.12+ interpreter: PYTHON=... overrides; otherwise the first that runs of
-# python3.13, python3.12 on PATH, then pyenv's installs, then python3.
-PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python $$HOME/.pyenv/versions/3.12*/bin/python /usr/local/bin/python3.1[2-9] python3; do \
+# python3.12 (preferred: every scientific wheel exists for it), pyenv 3.12, then 3.13, then python3.
+PYTHON ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python python3.13 $$HOME/.pyenv/versions/3.13*/bin/python /usr/local/bin/python3.1[2-9] python3; do \
 	  if "$$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then command -v "$$p" || echo "$$p"; break; fi; done)
 VENV := .venv
 BIN := $(VENV)/bin

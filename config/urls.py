@@ -1,9 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from apps.accounts.api_docs import ApiDocs
+from apps.accounts.ratelimit import limit_login_attempts
 
 urlpatterns = [
+    path("admin/login/", limit_login_attempts(admin.site.login), name="admin-login-limited"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema-root"),
+    path("api/docs/", ApiDocs.as_view(), name="api-docs-root"),
     path("", include("apps.accounts.urls")),
     path("studies/<slug:slug>/", include("apps.corpus.urls")),
     path("studies/<slug:slug>/", include("apps.taxonomy.urls")),

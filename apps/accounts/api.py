@@ -1,47 +1,328 @@
-"""Studies and members over the API: the same scoping as the pages."""
+"""The API's shared plumbing (auth, study scoping, errors, keyset pages, schema) and the accounts endpoints.
+
+Every app's `api.py` builds its views on `StudyAPIView`: the study in the URL is loaded through
+`permissions.access_study` in `initial()`, before any handler runs, so a view cannot forget the check:
+anonymous → 401, outsider → 404 (a non-member cannot learn that a study exists), annotator on a lead
+endpoint → 403. The same predicates guard the HTML pages, so pages and API agree by construction.
+
+Errors have one shape: ``{"detail": "...", "problems": ["...", ...]}`` (problems optional); input that a
+serializer refuses gives DRF's ``{"field": ["message"]}``. Lists are keyset ("cursor") paginated:
+``{"next": url|null, "previous": url|null, "results": [...]}``, the cost of a page independent of its
+position in a 100,000-item study.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, ClassVar, NoReturn
+
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, JsonResponse
 from django.urls import path
-from rest_framework import generics
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.pagination import BasePagination, CursorPagination
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from .models import Membership, Study
+from . import services
+from .authentication import HashedTokenAuthentication
+from .models import Membership, Role, Study, User
 from .permissions import access_study
-from .serializers import MembershipSerializer, StudySerializer
+from .serializers import (
+    AddMemberSerializer,
+    ErrorSerializer,
+    MembershipSerializer,
+    MeSerializer,
+    StudyDetailSerializer,
+    StudySerializer,
+)
+
+# --- errors ----------------------------------------------------------------------------------------
 
 
-class StudyList(generics.ListAPIView[Study]):
-    """The studies the caller belongs to."""
-
-    serializer_class = StudySerializer
-    ordering = "slug"
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return Study.objects.visible_to(self.request.user).order_by("slug")
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
 
 
-class StudyDetail(generics.RetrieveAPIView[Study]):
-    serializer_class = StudySerializer
+class Refused(APIException):
+    """A service refused the request: bad input that only the domain can judge (400)."""
 
-    def get_object(self) -> Study:
-        study, _ = access_study(self.request.user, self.kwargs["slug"])
-        return study
+    status_code: int = status.HTTP_400_BAD_REQUEST
+    default_code = "refused"
+
+    def __init__(self, message: str, problems: Sequence[str] = (), status_code: int | None = None) -> None:
+        super().__init__(detail=message)
+        self.problems = [str(p) for p in problems]
+        if status_code is not None:
+            self.status_code = status_code
 
 
-class MemberList(generics.ListAPIView[Membership]):
-    """Members of a study (leads and owners only)."""
+def refuse(exc: BaseException | str, problems: Sequence[object] = (), *, status_code: int = 400) -> NoReturn:
+    """Raise the API error for a service's refusal, with the service's own message (it names the problem)."""
+    message = exc if isinstance(exc, str) else (getattr(exc, "message", None) or str(exc))
+    raise Refused(str(message), [str(p) for p in problems], status_code=status_code)
 
-    serializer_class = MembershipSerializer
+
+def _messages(detail: Any, where: str = "") -> list[str]:
+    if isinstance(detail, dict):
+        return [
+            m
+            for key, value in detail.items()
+            for m in _messages(value, f"{where}.{key}" if where else str(key))
+        ]
+    if isinstance(detail, list):
+        nested = any(isinstance(v, dict | list) for v in detail)
+        return [
+            m
+            for i, value in enumerate(detail)
+            for m in _messages(value, f"{where}[{i}]" if nested else where)
+        ]
+    return [f"{where}: {detail}" if where and where != "non_field_errors" else str(detail)]
+
+
+def validation_body(detail: Any) -> dict[str, Any]:
+    """A serializer's refusal in the shared error shape; `field_errors` keeps DRF's field → messages map."""
+    problems = _messages(detail)
+    body: dict[str, Any] = {
+        "detail": "The request is not valid: " + "; ".join(problems[:5]),
+        "problems": problems,
+    }
+    if isinstance(detail, dict):
+        body["field_errors"] = detail
+    return body
+
+
+def error_body(exc: APIException) -> dict[str, Any]:
+    body: dict[str, Any] = {"detail": str(exc.detail)}
+    problems = getattr(exc, "problems", None)
+    if problems:
+        body["problems"] = problems
+    return body
+
+
+# --- schema: every operation documents its error responses ------------------------------------------
+
+
+class TaxonomistAutoSchema(AutoSchema):
+    """drf-spectacular's schema plus the error responses every endpoint may give (401, 403, 404, 400 and,
+    where a view declares it, 409), so clients and the Schemathesis run know every status."""
+
+    def get_tags(self) -> list[str]:
+        """Group operations by what they are about (the docs page and Swagger-like tools show groups)."""
+        parts = [p for p in self.path.strip("/").split("/") if p and not p.startswith("{")]
+        parts = parts[2:] if parts[:2] == ["api", "v1"] else parts
+        if parts[:1] == ["studies"] and len(parts) > 1:
+            parts = parts[1:]
+        if parts[-1:] == ["labels"]:
+            return ["adjudication"]
+        return [TAGS.get(parts[0], parts[0]) if parts else "other"]
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)
+        codes: list[int] = [400, 401, 403, 404]
+        codes.extend(getattr(self.view, "extra_error_statuses", ()))
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes.append(415)
+        for code in codes:
+            if str(code) not in responses:
+                responses[str(code)] = self._get_response_for_code(  # type: ignore[no-untyped-call]
+                    OpenApiResponse(ErrorSerializer, description=_ERROR_TEXT.get(code, "Refused.")),
+                    str(code),
+                    direction=direction,
+                )
+        return responses
+
+
+TAGS = {
+    "me": "studies",
+    "members": "studies",
+    "rounds": "labelling",
+    "assignments": "labelling",
+    "annotations": "labelling",
+    "my": "labelling",
+    "status": "adjudication",
+    "disagreements": "adjudication",
+    "decisions": "adjudication",
+}
+
+_ERROR_TEXT = {
+    400: "Bad input: `detail` (and `problems`) say what, or DRF's field → messages.",
+    401: "No valid session or token (send `Authorization: Token tx_…`).",
+    403: "A member, but the role may not do this (e.g. an annotator on a lead endpoint).",
+    404: "No such object among those the caller may see (non-members get 404 for a study).",
+    409: "Conflict with the current state (e.g. someone else decided the item first).",
+    415: "Unsupported media type: send JSON (or multipart for uploads).",
+}
+
+
+# --- pagination ------------------------------------------------------------------------------------
+
+
+class KeysetPagination(CursorPagination):
+    """Cursor pages over a unique ordering (default ``id``; a view sets `cursor_ordering`)."""
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
     ordering = "id"
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        request: Request = self.request
-        study, _ = access_study(request.user, self.kwargs["slug"], lead=True)
-        return Membership.objects.filter(study=study).select_related("user").order_by("id")
+    def get_ordering(self, request: Request, queryset: Any, view: Any) -> tuple[str, ...]:
+        ordering = getattr(view, "cursor_ordering", None) or self.ordering
+        return (ordering,) if isinstance(ordering, str) else tuple(ordering)
+
+
+# --- the base views --------------------------------------------------------------------------------
+
+
+class APIBase(APIView):
+    """Token first, so an anonymous request gets 401 with ``WWW-Authenticate: Token``; the session too
+    (DRF enforces CSRF on a session-authenticated unsafe request)."""
+
+    authentication_classes = [HashedTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    pagination_class: type[BasePagination] | None = KeysetPagination
+    schema = TaxonomistAutoSchema()
+    extra_error_statuses: ClassVar[tuple[int, ...]] = ()
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        if isinstance(exc, ValidationError):
+            response.data = validation_body(exc.detail)
+        elif isinstance(exc, APIException) and isinstance(exc.detail, str | serializers.ErrorDetail):
+            response.data = error_body(exc)
+        return response
+
+    @property
+    def user(self) -> User:
+        user = self.request.user
+        assert isinstance(user, User)  # IsAuthenticated ran first
+        return user
+
+
+class StudyAPIMixin:
+    """Loads ``self.study`` and ``self.role`` from the URL's ``slug`` before the handler runs.
+
+    `lead_methods` lists the HTTP methods only leads and owners may use (every method: `lead_only`).
+    """
+
+    lead_only: ClassVar[bool] = False
+    lead_methods: ClassVar[frozenset[str]] = frozenset()
+    study: Study
+    role: str
+    kwargs: dict[str, Any]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]  # authentication and permissions
+        lead = self.lead_only or request.method in self.lead_methods
+        self.study, self.role = access_study(request.user, kwargs["slug"], lead=lead)
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role in (Role.LEAD, Role.OWNER)
+
+
+class StudyAPIView(StudyAPIMixin, APIBase):
+    pass
+
+
+class StudyListAPIView[M: Model](StudyAPIMixin, APIBase, generics.ListAPIView[M]):
+    """A keyset-paginated list inside a study."""
+
+
+# --- accounts endpoints ----------------------------------------------------------------------------
+
+
+class MeView(APIBase):
+    """Who the caller is, and their role in each study."""
+
+    @extend_schema(responses=MeSerializer, operation_id="me")
+    def get(self, request: Request) -> Response:
+        memberships = (
+            Membership.objects.filter(user=self.user).select_related("study").order_by("study__slug")
+        )
+        data = {
+            "username": self.user.username,
+            "display_name": self.user.display_name,
+            "studies": [{"slug": m.study.slug, "name": m.study.name, "role": m.role} for m in memberships],
+        }
+        return Response(MeSerializer(data).data)
+
+
+class StudyList(APIBase, generics.ListAPIView[Study]):
+    """The studies the caller belongs to (keyset pages by slug)."""
+
+    serializer_class = StudySerializer
+    cursor_ordering = "slug"
+
+    def get_queryset(self) -> QuerySet[Study]:
+        return Study.objects.visible_to(self.request.user)
+
+
+class StudyDetail(StudyAPIView):
+    """One study; any member."""
+
+    @extend_schema(responses=StudyDetailSerializer, operation_id="study_detail")
+    def get(self, request: Request, slug: str) -> Response:
+        self.study.role = self.role  # type: ignore[attr-defined]  # the serializer reads it
+        return Response(StudyDetailSerializer(self.study).data)
+
+
+class MemberList(StudyListAPIView[Membership]):
+    """Members of a study (leads and owners). POST adds a member or changes a member's role: an existing
+    user, or a new account when `password` is given (validated by the password validators)."""
+
+    serializer_class = MembershipSerializer
+    lead_only = True
+    cursor_ordering = "id"
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        return Membership.objects.filter(study=self.study).select_related("user")
+
+    @extend_schema(
+        request=AddMemberSerializer, responses={201: MembershipSerializer, 200: MembershipSerializer}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        form = AddMemberSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        username = form.validated_data["username"].strip()
+        role = form.validated_data["role"]
+        password = form.validated_data.get("password") or ""
+        try:
+            if role == Role.OWNER and self.role != Role.OWNER:
+                raise services.StudyError("Only an owner can make someone an owner.")
+            member = User.objects.filter(username=username).first()
+            if member is None:
+                if not password:
+                    raise services.StudyError(
+                        f"No user named {username!r}. Give a password to create the account."
+                    )
+                member = services.create_user(username, password)
+            membership, created = services.add_member(self.study, member, role)
+        except services.StudyError as exc:
+            refuse(exc)
+        return Response(
+            MembershipSerializer(membership).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+@csrf_exempt  # it changes nothing; a POST to a mistyped path gets the JSON 404, not the CSRF page
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Any /api/v1/ path that matches no endpoint: a JSON 404 like every other API error, not a page."""
+    return JsonResponse({"detail": f"No API endpoint at {request.path}."}, status=404)
 
 
 urlpatterns = [
+    path("me/", MeView.as_view(), name="api-me"),
     path("studies/", StudyList.as_view(), name="api-study-list"),
     path("studies/<slug:slug>/", StudyDetail.as_view(), name="api-study-detail"),
     path("studies/<slug:slug>/members/", MemberList.as_view(), name="api-member-list"),

@@ -1,8 +1,20 @@
+"""Input and output shapes of the accounts API, and the error body every endpoint shares."""
+
 from __future__ import annotations
+
+from typing import Any
 
 from rest_framework import serializers
 
-from .models import Membership, Study
+from .models import Membership, Role, Study
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """The body of every refusal: what went wrong, and the single problems when there are several."""
+
+    detail = serializers.CharField()
+    problems = serializers.ListField(child=serializers.CharField(), required=False)
+    field_errors = serializers.DictField(required=False, help_text="Invalid input: field → messages.")
 
 
 class StudySerializer(serializers.ModelSerializer[Study]):
@@ -11,9 +23,40 @@ class StudySerializer(serializers.ModelSerializer[Study]):
         fields = ["slug", "name", "description", "overlap", "consolidation_rule", "created_at"]
 
 
+class StudyRoleSerializer(serializers.Serializer[Any]):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class StudyDetailSerializer(StudySerializer):
+    role = serializers.ChoiceField(choices=Role.choices, help_text="The caller's role in the study.")
+
+    class Meta(StudySerializer.Meta):
+        fields = [*StudySerializer.Meta.fields, "role"]
+
+
+class MeSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    display_name = serializers.CharField(allow_blank=True)
+    studies = StudyRoleSerializer(many=True)
+
+
 class MembershipSerializer(serializers.ModelSerializer[Membership]):
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
         model = Membership
         fields = ["username", "role", "created_at"]
+
+
+class AddMemberSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.ANNOTATOR)
+    password = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        max_length=256,
+        help_text="Only to create a new account; checked by the password validators.",
+    )

@@ -2,10 +2,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
+from .ratelimit import limit_login_attempts
 
 app_name = "accounts"
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
+    path(
+        "login/",
+        limit_login_attempts(auth_views.LoginView.as_view(template_name="accounts/login.html")),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.study_list, name="study-list"),
     path("profile/", views.profile, name="profile"),

@@ -263,7 +263,9 @@ class ProposalCreate(StudyAPIView):
     """Propose a new code (any member), as from the workbench: usable at once by its author, reviewed by a
     lead. Near-duplicate names come back as warnings."""
 
-    @extend_schema(request=ProposalSerializer, responses={201: ProposalResultSerializer})
+    @extend_schema(
+        request=ProposalSerializer, responses={201: ProposalResultSerializer, 200: ProposalResultSerializer}
+    )
     def post(self, request: Request, slug: str) -> Response:
         form = ProposalSerializer(data=request.data)
         form.is_valid(raise_exception=True)

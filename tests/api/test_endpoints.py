@@ -1,0 +1,254 @@
+"""Each endpoint's contract: pagination, filters, errors and their shape, conflicts, idempotence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from apps.accounts.models import Membership, Role
+from apps.annotation.models import Annotation
+from apps.taxonomy.models import Category, CategoryStatus
+from tests.api.conftest import as_user, with_token
+from tests.api.world import ALICE_LABELS, World, add_jobs
+from tests.factories import ItemFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_anonymous_calls_get_401_asking_for_a_token(world: World) -> None:
+    response = as_user(None).get(f"/api/v1/studies/{world.study.slug}/items/")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert response.json() == {"detail": "Authentication credentials were not provided."}
+
+
+def test_a_token_authenticates_and_records_its_last_use(world: World) -> None:
+    raw = world.token(world.alice)
+    response = with_token(raw).get("/api/v1/me/")
+    assert response.json()["studies"] == [{"slug": "ddp", "name": world.study.name, "role": "annotator"}]
+    assert world.alice.api_tokens.get().last_used_at is not None
+
+
+def test_items_come_in_keyset_pages_that_cover_every_item_once(world: World) -> None:
+    for n in range(5, 12):
+        ItemFactory(study=world.study, url=f"https://github.com/example/ddp/issues/{n}")
+    client = as_user(world.alice)
+    url: str | None = f"/api/v1/studies/{world.study.slug}/items/?page_size=3"
+    seen: list[int] = []
+    while url:
+        page = client.get(url).json()
+        assert len(page["results"]) <= 3
+        seen += [i["id"] for i in page["results"]]
+        url = page["next"]
+    assert seen == sorted(seen) and len(seen) == len(set(seen)) == 11
+
+
+def test_a_forged_cursor_is_a_json_404(world: World) -> None:
+    response = as_user(world.alice).get(f"/api/v1/studies/{world.study.slug}/items/?cursor=bm9wZQ")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Invalid cursor"}
+
+
+def test_items_filter_by_search_source_round_and_roundless(world: World) -> None:
+    ItemFactory(
+        study=world.study,
+        url="https://stackoverflow.com/questions/1",
+        title="GPU pinning",
+        source="stackoverflow",
+    )
+    client = as_user(world.lead)
+    base = f"/api/v1/studies/{world.study.slug}/items/"
+
+    def titles(query: str) -> list[str]:
+        return [i["title"] for i in client.get(base + query).json()["results"]]
+
+    assert titles("?q=pinning") == ["GPU pinning"]
+    assert titles("?q=issues/2") == ["Training hangs 2"]
+    assert titles("?source=stackoverflow") == ["GPU pinning"]
+    assert titles("?round=1") == ["Training hangs 1", "Training hangs 2", "Training hangs 3"]
+    assert titles("?roundless=true") == ["Training hangs 4", "GPU pinning"]
+    bad = client.get(base + "?source=myspace")
+    assert bad.status_code == 400
+    assert bad.json()["field_errors"]["source"] and "source" in bad.json()["problems"][0]
+
+
+def test_an_item_body_is_returned_raw_and_sanitized(world: World) -> None:
+    item = ItemFactory(
+        study=world.study,
+        url="https://github.com/example/ddp/issues/99",
+        body="<script>alert(1)</script>\n\n**bold**",
+    )
+    data = as_user(world.alice).get(f"/api/v1/studies/{world.study.slug}/items/{item.pk}/").json()
+    assert data["body"] == "<script>alert(1)</script>\n\n**bold**"
+    assert "<script" not in data["body_html"] and "<strong>bold</strong>" in data["body_html"]
+
+
+def test_another_studys_item_is_404(world: World) -> None:
+    assert world.other_study is not None
+    foreign = ItemFactory(study=world.other_study)
+    response = as_user(world.alice).get(f"/api/v1/studies/{world.study.slug}/items/{foreign.pk}/")
+    assert response.status_code == 404
+
+
+def test_submitting_the_same_labels_twice_stores_one_annotation(world: World) -> None:
+    client = as_user(world.alice)
+    url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    first = client.post(url, ALICE_LABELS, format="json")
+    again = client.post(url, ALICE_LABELS, format="json")
+    assert (first.status_code, first.json()["created"], first.json()["changed"]) == (201, True, True)
+    assert (again.status_code, again.json()["created"], again.json()["changed"]) == (200, False, False)
+    assert Annotation.objects.filter(assignment=world.assignment("alice", 2)).count() == 1
+    assert client.get(url).json()["findings"] == ALICE_LABELS["findings"]
+
+
+def test_labels_breaking_the_codebook_are_refused_with_each_problem(world: World) -> None:
+    client = as_user(world.alice)
+    url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    body = {"findings": [{"values": {"type": ["fault", "howto"], "symptom": ["nope"]}}]}
+    response = client.post(url, body, format="json")
+    assert response.status_code == 400
+    problems = response.json()["problems"]
+    assert any("type" in p for p in problems) and any("nope" in p for p in problems)
+
+
+def test_labels_chosen_on_an_older_codebook_get_409(world: World) -> None:
+    lead = as_user(world.lead)
+    hang = Category.objects.get(dimension__codebook__study=world.study, key="hang")
+    assert (
+        lead.post(f"/api/v1/studies/{world.study.slug}/codebook/categories/{hang.pk}/retire/").status_code
+        == 200
+    )
+    client = as_user(world.alice)
+    url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    response = client.post(url, {**ALICE_LABELS, "codebook_version": 1}, format="json")
+    assert response.status_code == 409
+    assert "codebook changed" in response.json()["detail"]
+
+
+def test_two_leads_deciding_one_item_give_one_decision_and_a_409(world: World) -> None:
+    url = f"/api/v1/studies/{world.study.slug}/decisions/"
+    body = {
+        "item": world.items[0].pk,
+        "findings": [{"values": {"type": ["howto"]}}],
+        "rationale": "",
+        "expected_decision": None,
+    }
+    assert as_user(world.lead).post(url, body, format="json").status_code == 201
+    late = as_user(world.owner).post(
+        url,
+        {**body, "findings": [{"values": {"type": ["fault"], "symptom": ["crash"], "fix": ["code"]}}]},
+        format="json",
+    )
+    assert late.status_code == 409
+    assert "lena decided this item" in late.json()["detail"]
+
+
+def test_a_decided_item_cannot_be_relabelled(world: World) -> None:
+    url = f"/api/v1/studies/{world.study.slug}/decisions/"
+    body = {
+        "item": world.items[0].pk,
+        "findings": [{"values": {"type": ["howto"]}}],
+        "expected_decision": None,
+    }
+    assert as_user(world.lead).post(url, body, format="json").status_code == 201
+    relabel = as_user(world.alice).post(
+        f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 0).pk}/annotation/",
+        {"findings": [{"values": {"type": ["howto"]}}]},
+        format="json",
+    )
+    assert relabel.status_code == 409
+
+
+def test_only_an_owner_makes_owners(world: World) -> None:
+    url = f"/api/v1/studies/{world.study.slug}/members/"
+    refused = as_user(world.lead).post(url, {"username": "bob", "role": "owner"}, format="json")
+    assert refused.status_code == 400 and "Only an owner" in refused.json()["detail"]
+    granted = as_user(world.owner).post(url, {"username": "bob", "role": "lead"}, format="json")
+    assert granted.status_code == 200
+    assert Membership.objects.get(study=world.study, user=world.bob).role == Role.LEAD
+
+
+def test_codebook_edits_go_through_the_editor_services_and_are_versioned(world: World) -> None:
+    lead = as_user(world.lead)
+    base = f"/api/v1/studies/{world.study.slug}/codebook"
+    added = lead.post(
+        f"{base}/dimensions/symptom/categories/", {"key": "oom", "name": "Out of memory"}, format="json"
+    )
+    assert added.status_code == 201 and added.json()["path"] == "Out of memory"
+    pk = added.json()["id"]
+    edited = lead.patch(f"{base}/categories/{pk}/", {"definition": "The allocator gives up."}, format="json")
+    assert edited.json()["definition"] == "The allocator gives up."
+    merged = lead.post(f"{base}/categories/{pk}/merge/", {"target": "crash"}, format="json")
+    assert merged.json()["status"] == "merged" and merged.json()["merged_into"] == "crash"
+    assert lead.get(f"{base}/").json()["version"] == 4
+    duplicate = lead.post(
+        f"{base}/dimensions/symptom/categories/", {"key": "hang", "name": "Again"}, format="json"
+    )
+    assert duplicate.status_code == 400 and "hang" in duplicate.json()["detail"]
+    unknown = lead.post(f"{base}/categories/{pk}/explode/", {}, format="json")
+    assert unknown.status_code == 404
+
+
+def test_a_proposal_is_usable_by_its_author_at_once(world: World) -> None:
+    alice = as_user(world.alice)
+    url = f"/api/v1/studies/{world.study.slug}/codebook/proposals/"
+    first = alice.post(
+        url, {"dimension": "symptom", "name": "Straggler", "reason": "one slow rank"}, format="json"
+    )
+    again = alice.post(url, {"dimension": "symptom", "name": "Straggler"}, format="json")
+    assert first.status_code == 201 and first.json()["category"]["mine"] is True
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert Category.objects.get(key=first.json()["category"]["key"]).status == CategoryStatus.PROPOSED
+
+
+def test_bad_requests_name_the_problem(world: World) -> None:
+    lead = as_user(world.lead)
+    base = f"/api/v1/studies/{world.study.slug}"
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        (f"{base}/imports/", {"kind": "ftp"}, "Unknown import kind"),
+        (f"{base}/imports/", {"kind": "github", "mode": "repo", "repo": "not a repo"}, "owner/name"),
+        (f"{base}/rounds/", {"number": 2, "size": 50, "seed": 1}, "Cannot draw 50 items"),
+        (f"{base}/rounds/9/assign/", {"annotators": ["alice"]}, "No Round matches"),
+        (f"{base}/agreement/snapshots/", {"dimension": "colour"}, "colour"),
+        (f"{base}/exports/", {"format": "csv", "level": 9}, "level 9 is out of range"),
+        (f"{base}/exports/", {"format": "zip", "round": 1}, "replication package"),
+    ]
+    for url, body, text in cases:
+        response = lead.post(url, body, format="json")
+        assert response.status_code in (400, 404), (url, response.status_code)
+        assert text in str(response.json()), (url, response.json())
+
+
+def test_a_download_before_the_export_is_done_is_409(world: World) -> None:
+    job = add_jobs(world).extras["export_job"]
+    response = as_user(world.lead).get(f"/api/v1/studies/{world.study.slug}/exports/{job.pk}/download/")
+    assert response.status_code == 409 and "not ready" in response.json()["detail"]
+
+
+def test_an_unknown_api_path_is_a_json_404_even_for_a_post() -> None:
+    response = Client(enforce_csrf_checks=True).post("/api/v1/no/such/thing/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No API endpoint at /api/v1/no/such/thing/."}
+
+
+def test_the_disagreement_queue_pages_with_a_cursor(world: World) -> None:
+    response = as_user(world.lead).get(f"/api/v1/studies/{world.study.slug}/disagreements/?round=1")
+    data = response.json()
+    assert [row["item"]["id"] for row in data["results"]] == [world.items[0].pk]
+    assert data["next"] is None
+    forged = as_user(world.lead).get(f"/api/v1/studies/{world.study.slug}/disagreements/?cursor=xyz")
+    assert forged.status_code == 400
+
+
+def test_the_schema_and_the_docs_page_describe_every_endpoint(world: World) -> None:
+    schema = Client().get("/api/schema/?format=json").json()
+    paths = schema["paths"]
+    assert "/api/v1/studies/{slug}/assignments/{id}/annotation/" in paths
+    assert len(paths) >= 30
+    docs = Client().get("/api/docs/")
+    assert docs.status_code == 200
+    text = docs.content.decode()
+    assert "/api/v1/studies/{slug}/decisions/" in text and "SubmitRequest" in text
+    assert "<script" not in text.replace('<script src="/static/', "")

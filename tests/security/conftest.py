@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.accounts.models import Study, User
+from tests.api.world import World, add_jobs, build_world
+
+
+@pytest.fixture
+def world(
+    study: Study,
+    owner: User,
+    lead: User,
+    annotator_a: User,
+    annotator_b: User,
+    outsider: User,
+    settings: Any,
+    tmp_path: Path,
+) -> World:
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
+    return add_jobs(build_world(study, owner, lead, annotator_a, annotator_b, outsider))

@@ -1,0 +1,140 @@
+"""Blind labelling: bob never reads alice's labels before a decision, by any page, partial or endpoint.
+
+Alice's labels carry markers (her memo, and a code she proposed that only she and the leads may see;
+tests/api/world.py). Every URL of the matrix that bob may open is requested as a page and as an htmx
+partial, for every object of the world (each item, each of bob's assignments), and no answer may hold a
+marker. The lead, who may read labels, does see them: the markers are real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from apps.accounts.models import User
+from apps.adjudication.models import Review, ReviewState
+from tests.api.world import ALICE_CODE_KEY, ALICE_CODE_NAME, ALICE_MEMO, World
+
+from .matrix import MATRIX, refusal
+
+pytestmark = pytest.mark.django_db
+
+MARKERS = (ALICE_MEMO, ALICE_CODE_NAME, ALICE_CODE_KEY)
+
+
+def _variants(name: str, kwargs: dict[str, Any], world: World) -> Iterator[dict[str, Any]]:
+    """The URL's kwargs for each object bob might point it at: every item, every assignment of his."""
+    yield kwargs
+    for key in ("pk", "item_id"):
+        if key not in kwargs:
+            continue
+        if "item" in name or key == "item_id":
+            for item in world.items:
+                yield {**kwargs, key: item.pk}
+        if "assignment" in name or name.startswith("annotation:"):
+            for (user, _), assignment in world.assignments.items():
+                if user == "bob":
+                    yield {**kwargs, key: assignment.pk}
+
+
+def _leaks(client: APIClient, url: str) -> list[str]:
+    found = []
+    for headers in ({}, {"HX-Request": "true"}):
+        response = client.get(url, headers=headers)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        text = body.decode("utf-8", "replace")
+        found += [
+            f"{url} ({'htmx' if headers else 'page'}, {response.status_code}): {m}"
+            for m in MARKERS
+            if m in text
+        ]
+    return found
+
+
+def _sweep(world: World, user: User, role: str) -> tuple[list[str], int]:
+    client = APIClient()
+    client.force_login(user)
+    leaks: list[str] = []
+    opened = 0
+    for name, rule in MATRIX.items():
+        if "GET" not in rule.methods or refusal(rule, role) is not None or name.startswith("admin:"):
+            continue
+        for kwargs in _variants(name, rule.kwargs(world), world):
+            url = reverse(name, kwargs=kwargs or None) + rule.query
+            leaks += _leaks(client, url)
+            opened += 1
+    return leaks, opened
+
+
+def test_the_other_annotator_never_sees_alices_labels_anywhere(world: World) -> None:
+    leaks, opened = _sweep(world, world.bob, "other_annotator")
+    assert opened > 20  # the sweep really went through the study's pages and endpoints
+    assert not leaks, "\n".join(leaks)
+
+
+def test_bobs_workbench_on_an_item_alice_already_labelled_shows_none_of_her_labels(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.bob)
+    url = reverse(
+        "annotation:workbench", kwargs={"slug": world.study.slug, "pk": world.assignment("bob", 1).pk}
+    )
+    response = client.get(url)
+    assert response.status_code == 200
+    assert not _leaks(client, url)
+
+
+def test_the_api_refuses_bob_every_path_to_alices_annotation(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.bob)
+    slug = world.study.slug
+    alice_assignment = world.assignment("alice", 1).pk
+    refused = {
+        f"/api/v1/studies/{slug}/assignments/{alice_assignment}/annotation/": 404,
+        f"/api/v1/studies/{slug}/assignments/{alice_assignment}/": 404,
+        f"/api/v1/studies/{slug}/annotations/": 403,
+        f"/api/v1/studies/{slug}/annotations/?annotator=alice": 403,
+        f"/api/v1/studies/{slug}/items/{world.items[1].pk}/labels/": 403,
+        f"/api/v1/studies/{slug}/disagreements/": 403,
+        f"/api/v1/studies/{slug}/decisions/": 403,
+        f"/api/v1/studies/{slug}/agreement/": 403,
+        f"/api/v1/studies/{slug}/agreement/snapshots/": 403,
+        f"/api/v1/studies/{slug}/exports/": 403,
+    }
+    for url, status in refused.items():
+        assert client.get(url).status_code == status, url
+    mine = client.get(f"/api/v1/studies/{slug}/my/annotations/").json()["results"]
+    assert {a["annotator"] for a in mine} == {"bob"}
+
+
+def test_the_codebook_does_not_show_bob_alices_proposed_code(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.bob)
+    data = client.get(f"/api/v1/studies/{world.study.slug}/codebook/").json()
+    keys = {c["key"] for d in data["dimensions"] for c in d["categories"]}
+    assert ALICE_CODE_KEY not in keys
+    assert "hang" in keys
+
+
+def test_bob_cannot_post_labels_on_alices_assignment(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.bob)
+    url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    response = client.post(url, {"findings": [{"values": {"type": ["howto"]}}]}, format="json")
+    assert response.status_code == 404
+
+
+def test_the_lead_does_see_the_markers(world: World) -> None:
+    """The markers are real: the lead, who may read labels, finds them where bob must not."""
+    leaks, _ = _sweep(world, world.lead, "lead")
+    assert any(ALICE_MEMO in leak for leak in leaks)
+    assert any(ALICE_CODE_KEY in leak or ALICE_CODE_NAME in leak for leak in leaks)
+
+
+def test_an_item_in_disagreement_is_not_decided_so_it_stays_blind(world: World) -> None:
+    """The world's item 1 is an open disagreement, not a decision: the sweep above covers it blind."""
+    review = Review.objects.get(item=world.items[0])
+    assert review.state == ReviewState.DISAGREEMENT
