@@ -81,9 +81,10 @@ e2e: install chromium
 guide-screenshots: install chromium
 	TAXONOMIST_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q
 
+# run_all.py creates and migrates the bench database itself. SIZE=100000 for the full scale.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: install
-	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/run_all.py $(BENCH_ARGS)
+	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/run_all.py --size $(or $(SIZE),10000) $(BENCH_ARGS)
 
 load: install
 	$(BIN)/python bench/load_run.py $(LOAD_ARGS)

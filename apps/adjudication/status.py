@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from apps.accounts.models import Study
-from apps.annotation.models import Assignment, AssignmentStatus, Round
+from apps.annotation.models import Assignment, AssignmentStatus, Round, RoundItem
 from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
 
@@ -61,24 +61,32 @@ def progress_by_annotator(study: Study) -> list[dict[str, Any]]:
 
 
 def progress_by_round(study: Study) -> list[dict[str, Any]]:
-    rows = (
-        Round.objects.filter(study=study)
-        .annotate(
-            n_items=Count("round_items", distinct=True),
-            n_assign=Count("assignments", distinct=True),
-            n_done=Count(
-                "assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED), distinct=True
-            ),
-        )
-        .order_by("number")
+    """Per round: items, assignments and submitted assignments. Three grouped queries: counting both
+    relations in one query joins every round item with every assignment of its round (69 s for a study
+    of 10,000 items, docs/performance.md)."""
+    items = dict(
+        RoundItem.objects.filter(round__study=study)
+        .values_list("round_id")
+        .annotate(n=Count("id"))
+        .values_list("round_id", "n")
     )
-    return [
-        {
-            "round": r,
-            "items": r.n_items,
-            "assignments": r.n_assign,
-            "submitted": r.n_done,
-            "percent": round(100 * r.n_done / r.n_assign) if r.n_assign else 0,
-        }
-        for r in rows
-    ]
+    work = {
+        r["round_id"]: r
+        for r in Assignment.objects.filter(study=study)
+        .values("round_id")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)))
+        .order_by()
+    }
+    out = []
+    for r in Round.objects.filter(study=study).order_by("number"):
+        counts = work.get(r.pk, {"total": 0, "done": 0})
+        out.append(
+            {
+                "round": r,
+                "items": items.get(r.pk, 0),
+                "assignments": counts["total"],
+                "submitted": counts["done"],
+                "percent": round(100 * counts["done"] / counts["total"]) if counts["total"] else 0,
+            }
+        )
+    return out

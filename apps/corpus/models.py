@@ -55,7 +55,9 @@ class Item(models.Model):
     ever shown. `raw` keeps the source payload for replication.
     """
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: (study, url) leads with study, and a lone study index misled PostgreSQL's
+    # planner into scanning a study's items for each URL looked up during an import (bench/).
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
     url = models.URLField(max_length=500)
     source = models.CharField(max_length=32, choices=Source.choices, default=Source.OTHER)
     external_id = models.CharField(max_length=200, blank=True)

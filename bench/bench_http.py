@@ -1,0 +1,347 @@
+"""Request benchmarks: the hot pages under gunicorn, timed at the client, queries counted per request.
+
+Usage (a study made by `bench/generate.py` in the bench database):
+
+    export DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench
+    .venv/bin/python bench/bench_http.py --slug bench-10000 [--requests 200] [--port 8790]
+
+Starts gunicorn (2 sync workers, 127.0.0.1 only, DEBUG=0, ALLOWED_HOSTS=127.0.0.1, DJANGO_ENV unset) on
+this module's `application`: Django's WSGI application wrapped so that every response carries
+``X-Query-Count`` (the queries the request ran, counted with `connection.execute_wrapper`) and
+``X-Server-Ms`` (time inside the worker until the headers were sent). Nothing in the product's settings
+changes; the wrapper exists only here.
+
+Logs in with `requests.Session` as an annotator (next-item, workbench, submit) and as the lead (the other
+pages), warms each endpoint up, then times ``--requests`` requests per endpoint and reports the median and
+95th percentile at the client, the median server time and the queries per request (min-max). Submitting
+consumes open assignments of round 5 (each annotator has 2·N/50 of them): a run submits ``--requests``
+items for one annotator, the next run uses the next annotator.
+
+`measure(base, slug, requests)` returns the rows; `bench/run_all.py` calls it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "bench-password"
+
+# --- the server side: Django's WSGI application with the two headers -------------------------------------
+
+_django: Any = None
+
+
+def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Django's application, adding X-Query-Count and X-Server-Ms to every response."""
+    global _django
+    if _django is None:
+        sys.path.insert(0, str(ROOT))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        from django.core.wsgi import get_wsgi_application
+
+        _django = get_wsgi_application()
+    from django.db import connection
+
+    queries = [0]
+    started = time.perf_counter()
+
+    def count(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        queries[0] += 1
+        return execute(sql, params, many, context)
+
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        elapsed = (time.perf_counter() - started) * 1000
+        extra = [("X-Query-Count", str(queries[0])), ("X-Server-Ms", f"{elapsed:.2f}")]
+        return start_response(status, [*headers, *extra], exc_info)
+
+    with connection.execute_wrapper(count):
+        result: Iterable[bytes] = _django(environ, start)
+    return result
+
+
+# --- the client side ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    name: str
+    client_ms: list[float] = field(default_factory=list)
+    server_ms: list[float] = field(default_factory=list)
+    queries: list[int] = field(default_factory=list)
+    statuses: set[int] = field(default_factory=set)
+    note: str = ""
+
+    def record(self, response: Any, elapsed: float) -> None:
+        self.client_ms.append(elapsed * 1000)
+        self.server_ms.append(float(response.headers.get("X-Server-Ms", "nan")))
+        self.queries.append(int(response.headers.get("X-Query-Count", "-1")))
+        self.statuses.add(response.status_code)
+
+    def row(self) -> dict[str, Any]:
+        ordered = sorted(self.client_ms)
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        return {
+            "endpoint": self.name,
+            "n": len(self.client_ms),
+            "median_ms": statistics.median(self.client_ms),
+            "p95_ms": p95,
+            "server_ms": statistics.median(self.server_ms),
+            "queries_min": min(self.queries),
+            "queries_max": max(self.queries),
+            "statuses": sorted(self.statuses),
+            "note": self.note,
+        }
+
+
+def login(base: str, username: str) -> Any:
+    import requests
+
+    session = requests.Session()
+    page = session.get(f"{base}/login/")
+    page.raise_for_status()
+    token = session.cookies["csrftoken"]
+    answer = session.post(
+        f"{base}/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base}/login/"},
+        allow_redirects=False,
+    )
+    if answer.status_code != 302:
+        raise SystemExit(f"login as {username} failed: HTTP {answer.status_code}")
+    return session
+
+
+def time_get(session: Any, name: str, url: str, count: int, *, warmup: int = 3, note: str = "") -> Timing:
+    timing = Timing(name, note=note)
+    print(f"  {name} ...", file=sys.stderr, flush=True)
+    for _ in range(warmup):
+        session.get(url, allow_redirects=False)
+    for _ in range(count):
+        started = time.perf_counter()
+        response = session.get(url, allow_redirects=False)
+        timing.record(response, time.perf_counter() - started)
+        if response.status_code >= 400:
+            raise SystemExit(f"{name}: HTTP {response.status_code} for {url}")
+    return timing
+
+
+PK = re.compile(r"/label/(\d+)/")
+
+
+def time_submit(
+    session: Any, base: str, slug: str, count: int, labels: dict[str, str], version: int
+) -> Timing:
+    """Submit `count` items in queue order, each POST followed by its redirect to the next item."""
+    timing = Timing("submit (POST, 302 to next)", note="a how-to finding, 2 dimensions")
+    first = session.get(f"{base}/studies/{slug}/label/next/", allow_redirects=False)
+    match = PK.search(first.headers.get("Location", ""))
+    if match is None:
+        raise SystemExit(f"no open assignment for this annotator in {slug}: regenerate the study")
+    pk = int(match.group(1))
+    token = session.cookies["csrftoken"]
+    for n in range(count + 3):
+        data = {"csrfmiddlewaretoken": token, "codebook_version": str(version), "finding": "1", **labels}
+        started = time.perf_counter()
+        response = session.post(f"{base}/studies/{slug}/label/{pk}/submit/", data=data, allow_redirects=False)
+        elapsed = time.perf_counter() - started
+        if response.status_code != 302:
+            raise SystemExit(f"submit: HTTP {response.status_code}: {response.text[:500]}")
+        if n >= 3:  # the first three are the warm-up
+            timing.record(response, elapsed)
+        match = PK.search(response.headers.get("Location", ""))
+        if match is None:
+            raise SystemExit("submit: this annotator's queue ran out: regenerate the study")
+        pk = int(match.group(1))
+    return timing
+
+
+def _fixtures(slug: str, run: int) -> dict[str, Any]:
+    """What the client needs from the database: ids for deep pages, a valid label, the annotator to use."""
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from apps.accounts.models import Study
+    from apps.adjudication.forms import encode_cursor
+    from apps.adjudication.models import Review, ReviewState
+    from apps.annotation.models import Assignment, AssignmentStatus
+    from apps.annotation.payload import value_field
+    from apps.corpus.models import Item
+
+    study = Study.objects.get(slug=slug)
+    ids = Item.objects.filter(study=study).order_by("id").values_list("id", flat=True)
+    total = ids.count()
+    deep_item = ids[int(total * 0.9)]
+    deep_filtered = ids.filter(source="github", relevance="relevant")
+    deep_filtered_id = deep_filtered[int(deep_filtered.count() * 0.9)]
+    reviews = Review.objects.filter(study=study, state=ReviewState.DISAGREEMENT).order_by(
+        "updated_at", "item_id"
+    )
+    deep_review = reviews.values_list("updated_at", "item_id")[int(reviews.count() * 0.9)]
+    # the annotator with the most open work left, so that repeated runs spread over the ten
+    open_by = (
+        Assignment.objects.filter(study=study, status=AssignmentStatus.OPEN)
+        .values_list("annotator__username")
+        .order_by("annotator__username")
+    )
+    counts: dict[str, int] = {}
+    for (username,) in open_by.iterator():
+        counts[username] = counts.get(username, 0) + 1
+    annotator = max(sorted(counts), key=lambda u: counts[u])
+    return {
+        "deep_item": deep_item,
+        "deep_filtered": deep_filtered_id,
+        "deep_cursor": encode_cursor(deep_review),
+        "annotator": annotator,
+        "open_left": counts[annotator],
+        "version": study.codebook.version,
+        "labels": {value_field(1, "issue_type"): "howto", value_field(1, "howto_topic"): _a_topic(study)},
+    }
+
+
+def _a_topic(study: Any) -> str:
+    from apps.taxonomy.index import CodebookIndex
+
+    index = CodebookIndex.for_study(study)
+    tree = index.tree("howto_topic")
+    leaf = next(c for c in tree if not tree.children(c))
+    return index.category(leaf).key
+
+
+def measure(
+    base: str, slug: str, requests_per_endpoint: int, fixtures: dict[str, Any]
+) -> list[dict[str, Any]]:
+    n = requests_per_endpoint
+    study = f"{base}/studies/{slug}"
+    annotator = login(base, fixtures["annotator"])
+    lead = login(base, "bench-lead")
+    timings = [time_get(annotator, "next-item (GET, 302)", f"{study}/label/next/", n)]
+    location = annotator.get(f"{study}/label/next/", allow_redirects=False).headers["Location"]
+    timings.append(time_get(annotator, "workbench page", f"{base}{location}", n))
+    if fixtures["open_left"] < n + 10:
+        raise SystemExit(f"only {fixtures['open_left']} open assignments left: regenerate the study")
+    timings.append(time_submit(annotator, base, slug, n, fixtures["labels"], fixtures["version"]))
+    timings.append(time_get(annotator, "annotator queue", f"{study}/queue/", n))
+    pages = [
+        ("study page (lead)", f"{study}/", ""),
+        ("item list, first page", f"{study}/items/", ""),
+        ("item list, deep page (90 %)", f"{study}/items/?after={fixtures['deep_item']}", "keyset"),
+        ("item list, filtered", f"{study}/items/?source=github&relevance=relevant", "source + relevance"),
+        (
+            "item list, filtered, deep",
+            f"{study}/items/?source=github&relevance=relevant&after={fixtures['deep_filtered']}",
+            "",
+        ),
+        ("item list, search", f"{study}/items/?q=allreduce", "title contains"),
+        ("disagreement queue, first", f"{study}/disagreements/", ""),
+        (
+            "disagreement queue, deep (90 %)",
+            f"{study}/disagreements/?after={fixtures['deep_cursor']}",
+            "keyset",
+        ),
+        ("agreement dashboard", f"{study}/agreement/", "stored snapshot or its job"),
+        ("codebook page", f"{study}/codebook/", ""),
+        ("export page", f"{study}/export/", ""),
+    ]
+    for name, url, note in pages:
+        timings.append(time_get(lead, name, url, n, note=note))
+    return [t.row() for t in timings]
+
+
+# --- gunicorn ------------------------------------------------------------------------------------------
+
+
+class Server:
+    """gunicorn on 127.0.0.1:`port` serving `application` above, stopped on exit."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> str:
+        import requests
+
+        env = {k: v for k, v in os.environ.items() if k != "DJANGO_ENV"}
+        env.update(DEBUG="0", ALLOWED_HOSTS="127.0.0.1", DJANGO_SETTINGS_MODULE="config.settings")
+        self.process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "--workers",
+                "2",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--chdir",
+                str(ROOT),
+                "--pythonpath",
+                f"{ROOT},{ROOT / 'bench'}",
+                "--log-level",
+                "warning",
+                "--timeout",
+                "300",
+                "bench_http:application",
+            ],
+            env=env,
+        )
+        base = f"http://127.0.0.1:{self.port}"
+        for _ in range(300):
+            try:
+                requests.get(f"{base}/login/", timeout=30)
+                return base
+            except (requests.ConnectionError, requests.Timeout):
+                time.sleep(0.1)
+        self.__exit__()
+        raise SystemExit("gunicorn did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'endpoint':<34} {'n':>4} {'median ms':>10} {'p95 ms':>8} {'server ms':>10} {'queries':>8}  note")
+    for r in rows:
+        queries = (
+            str(r["queries_min"])
+            if r["queries_min"] == r["queries_max"]
+            else f"{r['queries_min']}-{r['queries_max']}"
+        )
+        times = f"{r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['server_ms']:>10.1f}"
+        print(f"{r['endpoint']:<34} {r['n']:>4} {times} {queries:>8}  {r['note']}")
+
+
+def run(slug: str, requests_per_endpoint: int, port: int) -> list[dict[str, Any]]:
+    fixtures = _fixtures(slug, 0)
+    with Server(port) as base:
+        return measure(base, slug, requests_per_endpoint, fixtures)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slug", default="bench-10000")
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--port", type=int, default=8790)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    rows = run(args.slug, args.requests, args.port)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The hot pages run the same number of queries whatever the size of the study (issue 10).
+
+Each page is requested once to warm caches (the codebook index, a first agreement snapshot), then counted
+exactly with `django_assert_num_queries`, at 20 and at 120 items (`conftest.SIZES`). The numbers are the
+ones measured; a page that starts a query per item, per row or per annotator fails here. The same pages
+under gunicorn on 10,000 and 100,000 items are in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from apps.accounts.models import User
+from apps.adjudication.forms import encode_cursor
+from apps.adjudication.models import Review, ReviewState
+from apps.annotation.models import Assignment, AssignmentStatus
+from apps.annotation.payload import value_field
+from apps.corpus.models import Item
+from apps.taxonomy.index import CodebookIndex
+from tests.conftest import login
+
+
+def _client_for(username: str) -> Client:
+    return login(Client(), User.objects.get(username=username))
+
+
+def _first_open(study: Any) -> Assignment:
+    first = (
+        Assignment.objects.filter(study=study, status=AssignmentStatus.OPEN)
+        .select_related("annotator")
+        .order_by("id")
+        .first()
+    )
+    assert first is not None, "the generated study has an open round"
+    return first
+
+
+def _count(
+    client: Client, django_assert_num_queries: Any, url: str, expected: int, status: int = 200
+) -> None:
+    client.get(url)  # warm-up: caches, a first snapshot
+    with django_assert_num_queries(expected):
+        response = client.get(url)
+    assert response.status_code == status, (url, response.status_code)
+
+
+def test_next_item_runs_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any
+) -> None:
+    annotator = _first_open(bench_study).annotator
+    client = _client_for(annotator.username)
+    _count(client, django_assert_num_queries, "/studies/perf/label/next/", NEXT_ITEM, status=302)
+
+
+def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_assert_num_queries: Any) -> None:
+    assignment = _first_open(bench_study)
+    client = _client_for(assignment.annotator.username)
+    client.get(f"/studies/perf/label/{assignment.pk}/")
+    index = CodebookIndex.for_study(bench_study)
+    tree = index.tree("howto_topic")
+    topic = index.category(next(c for c in tree if not tree.children(c))).key
+    data = {
+        "codebook_version": str(index.version),
+        "finding": "1",
+        value_field(1, "issue_type"): "howto",
+        value_field(1, "howto_topic"): topic,
+    }
+    with django_assert_num_queries(SUBMIT + (1 if connection.vendor == "postgresql" else 0)):
+        response = client.post(f"/studies/perf/label/{assignment.pk}/submit/", data)
+    assert response.status_code == 302
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
+
+
+def test_workbench_runs_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any
+) -> None:
+    assignment = _first_open(bench_study)
+    client = _client_for(assignment.annotator.username)
+    _count(client, django_assert_num_queries, f"/studies/perf/label/{assignment.pk}/", WORKBENCH)
+
+
+def _deep_item(study: Any) -> int:
+    ids = list(Item.objects.filter(study=study).order_by("id").values_list("id", flat=True))
+    return ids[int(len(ids) * 0.9)]
+
+
+def _deep_cursor(study: Any) -> str:
+    rows = list(
+        Review.objects.filter(study=study, state=ReviewState.DISAGREEMENT)
+        .order_by("updated_at", "item_id")
+        .values_list("updated_at", "item_id")
+    )
+    # one before the 90th percentile, so that the deep page is never empty, even with 20 items
+    return encode_cursor(rows[max(0, int(len(rows) * 0.9) - 1)])
+
+
+@pytest.mark.parametrize(
+    ("page", "path", "expected"),
+    [
+        ("study page", "", "STUDY_PAGE"),
+        ("item list", "items/", "ITEM_LIST"),
+        ("item list, deep page", "items/?after={deep_item}", "ITEM_LIST"),
+        ("item list, filtered and searched", "items/?source=github&relevance=relevant&q=the", "ITEM_LIST"),
+        ("disagreement queue", "disagreements/", "QUEUE"),
+        ("disagreement queue, deep page", "disagreements/?after={deep_cursor}", "QUEUE"),
+        ("agreement dashboard", "agreement/", "DASHBOARD"),
+        ("codebook page", "codebook/", "CODEBOOK"),
+        ("export page", "export/", "EXPORT"),
+    ],
+)
+def test_lead_pages_run_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any, page: str, path: str, expected: str
+) -> None:
+    url = "/studies/perf/" + path.format(
+        deep_item=_deep_item(bench_study), deep_cursor=_deep_cursor(bench_study)
+    )
+    _count(_client_for("bench-lead"), django_assert_num_queries, url, globals()[expected])
+
+
+# The exact counts measured (the same at both sizes; see the module docstring).
+NEXT_ITEM = 4
+SUBMIT = 37  # + 1 on PostgreSQL: the codebook row is locked FOR SHARE (annotation/services/labelling.py)
+WORKBENCH = 10
+STUDY_PAGE = 15
+ITEM_LIST = 5
+QUEUE = 11
+DASHBOARD = 18
+CODEBOOK = 8
+EXPORT = 14
