@@ -7,4 +7,6 @@ urlpatterns = [
     path("items/", views.item_list, name="item-list"),
     path("items/<int:pk>/", views.item_detail, name="item-detail"),
     path("import/", views.import_page, name="import"),
+    path("import/<int:pk>/", views.import_job, name="import-job"),
+    path("import/<int:pk>/restart/", views.import_restart, name="import-restart"),
 ]

@@ -1,0 +1,292 @@
+"""Forms of the import page (one per source) and the item list's filters.
+
+Each import form turns its fields into the job's `params` (:meth:`ImportForm.params`), the same
+options the import commands record, so a job looks the same whichever way it was started. No form
+takes a token, a key or an API root: credentials and endpoints belong to the server (environment of
+the worker), never to a browser request.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from .models import ImportKind, Relevance, Source
+from .screening import PRESETS
+
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_LIST_HELP = "One per line."
+
+
+def split_lines(text: str) -> list[str]:
+    """Non-empty stripped lines, repeats dropped, order kept."""
+    return list(dict.fromkeys(line.strip() for line in text.splitlines() if line.strip()))
+
+
+def preset_choices(prefix: str) -> list[tuple[str, str]]:
+    return [("", "None: use the options below")] + [
+        (name, name) for name in sorted(PRESETS) if name.startswith(prefix)
+    ]
+
+
+class ImportForm(forms.Form):
+    """Fields and checks every source shares: a screening preset or own keywords, not both."""
+
+    kind: str = ""
+    preset_prefix = "tosem23"
+
+    preset = forms.ChoiceField(
+        required=False,
+        label="Screening rule set",
+        help_text="A published selection (TOSEM 2023). Leave empty to screen with your own keywords.",
+    )
+    keywords = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Keywords",
+        help_text="Keep only items whose title or body holds one of these words or phrases. " + _LIST_HELP,
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["preset"].choices = preset_choices(self.preset_prefix)  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("preset") and split_lines(data.get("keywords") or ""):
+            self.add_error("keywords", "Use either the rule set or your own keywords, not both.")
+        return data
+
+    def screening_params(self) -> dict[str, Any]:
+        return {
+            "preset": self.cleaned_data.get("preset") or "",
+            "keywords": split_lines(self.cleaned_data["keywords"]),
+        }
+
+    def params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def upload(self) -> UploadedFile[bytes] | None:
+        """The file to store with the job, if this source takes one."""
+        return None
+
+
+def check_upload(
+    upload: UploadedFile[bytes] | None, extensions: tuple[str, ...]
+) -> UploadedFile[bytes] | None:
+    if upload is None:
+        return None
+    suffix = Path(upload.name or "").suffix.lower()
+    if suffix not in extensions:
+        raise forms.ValidationError(
+            f"Choose a {', '.join(extensions)} file (this one ends in {suffix or 'nothing'})."
+        )
+    limit = int(settings.MAX_IMPORT_UPLOAD_BYTES)
+    if upload.size is not None and upload.size > limit:
+        raise forms.ValidationError(f"The file is larger than the limit of {limit // (1024 * 1024)} MB.")
+    return upload
+
+
+class FileImportForm(ImportForm):
+    kind = ImportKind.FILE
+
+    file = forms.FileField(
+        label="File",
+        help_text="CSV, JSON, JSONL or a URL list (.txt). Column url is required; unknown columns are kept.",
+    )
+    format = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "From the extension"),
+            ("csv", "CSV"),
+            ("json", "JSON"),
+            ("jsonl", "JSONL"),
+            ("urls", "URL list"),
+        ],
+    )
+
+    def clean_file(self) -> UploadedFile[bytes] | None:
+        return check_upload(self.cleaned_data.get("file"), (".csv", ".json", ".jsonl", ".txt"))
+
+    def params(self) -> dict[str, Any]:
+        upload = self.cleaned_data["file"]
+        return {
+            "format": self.cleaned_data["format"] or "",
+            "filename": upload.name,
+            **self.screening_params(),
+        }
+
+    def upload(self) -> UploadedFile[bytes] | None:
+        file: UploadedFile[bytes] | None = self.cleaned_data.get("file")
+        return file
+
+
+class GitHubImportForm(ImportForm):
+    kind = ImportKind.GITHUB
+    preset_prefix = "tosem23-github"
+
+    mode = forms.ChoiceField(
+        choices=[("repo", "A repository"), ("query", "A search query"), ("urls", "A list of issue URLs")],
+        initial="repo",
+        widget=forms.RadioSelect,
+        label="Issues from",
+    )
+    repo = forms.CharField(required=False, label="Repository", help_text="owner/name, e.g. horovod/horovod")
+    state = forms.ChoiceField(
+        required=False, choices=[("all", "All"), ("open", "Open"), ("closed", "Closed")], initial="all"
+    )
+    labels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="With all of these labels",
+        help_text=_LIST_HELP,
+    )
+    exclude_labels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Without these labels",
+        help_text="One per line; * matches anything (e.g. type:*).",
+    )
+    since = forms.DateField(
+        required=False, label="Updated since", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    query = forms.CharField(
+        required=False,
+        label="Search query",
+        help_text="GitHub issue search, e.g. repo:keras-team/keras is:closed gpu",
+    )
+    urls = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Issue URLs",
+        help_text="One per line. Issues that cannot be fetched are reported and the rest imported.",
+    )
+    no_comments = forms.BooleanField(required=False, label="Do not fetch comments")
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        mode = data.get("mode")
+        if mode == "repo" and not _REPO.match(data.get("repo") or ""):
+            self.add_error("repo", "Write the repository as owner/name.")
+        if mode == "query" and not (data.get("query") or "").strip():
+            self.add_error("query", "Write a search query.")
+        if mode == "urls" and not split_lines(data.get("urls") or ""):
+            self.add_error("urls", "Paste at least one issue URL.")
+        return data
+
+    def params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        mode = data["mode"]
+        since = data.get("since")
+        return {
+            "mode": mode,
+            "repo": data["repo"].strip() if mode == "repo" else "",
+            "state": (data.get("state") or "all") if mode == "repo" else "",
+            "labels": split_lines(data["labels"]) if mode == "repo" else [],
+            "exclude_labels": split_lines(data["exclude_labels"]),
+            "since": since.isoformat() if since and mode == "repo" else "",
+            "query": data["query"].strip() if mode == "query" else "",
+            "urls": split_lines(data["urls"]) if mode == "urls" else [],
+            "no_comments": bool(data.get("no_comments")),
+            "limit": data.get("limit"),
+            **self.screening_params(),
+        }
+
+
+class StackExchangeImportForm(ImportForm):
+    kind = ImportKind.STACKEXCHANGE
+    preset_prefix = "tosem23-stackoverflow"
+
+    tagged = forms.CharField(label="Tags", help_text="Questions with any of these tags, separated by spaces.")
+    match = forms.ChoiceField(
+        choices=[("any", "Any of the tags"), ("all", "All of the tags")], initial="any", label="Match"
+    )
+    accepted_only = forms.BooleanField(required=False, label="Only questions with an accepted answer")
+    site = forms.CharField(
+        initial="stackoverflow", help_text="The Stack Exchange site, e.g. stackoverflow, datascience."
+    )
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many questions")
+
+    def clean_tagged(self) -> list[str]:
+        tags = list(dict.fromkeys(re.split(r"[\s,;]+", self.cleaned_data["tagged"].strip())))
+        tags = [tag for tag in tags if tag]
+        if not tags:
+            raise forms.ValidationError("Give at least one tag.")
+        return tags
+
+    def clean_site(self) -> str:
+        site = str(self.cleaned_data["site"]).strip().lower()
+        if not re.fullmatch(r"[a-z0-9.-]+", site):
+            raise forms.ValidationError(
+                "A site name is letters, digits, dots and dashes, e.g. stackoverflow."
+            )
+        return site
+
+    def params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "tagged": data["tagged"],
+            "match": data["match"],
+            "accepted_only": bool(data.get("accepted_only")),
+            "site": data["site"],
+            "limit": data.get("limit"),
+            **self.screening_params(),
+        }
+
+
+class SoDumpImportForm(ImportForm):
+    kind = ImportKind.SO_DUMP
+    preset_prefix = "tosem23-stackoverflow"
+
+    file = forms.FileField(label="Posts.xml", help_text="The Posts.xml of a Stack Exchange data dump.")
+    tags = forms.CharField(
+        required=False, label="Tags", help_text="Keep questions with any of these tags (spaces)."
+    )
+    accepted_only = forms.BooleanField(required=False, label="Only questions with an accepted answer")
+
+    def clean_file(self) -> UploadedFile[bytes] | None:
+        return check_upload(self.cleaned_data.get("file"), (".xml",))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("preset") and (data.get("tags") or "").strip():
+            self.add_error("tags", "Use either the rule set or your own tags, not both.")
+        return data
+
+    def params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "tags": [tag for tag in re.split(r"[\s,;]+", data["tags"].strip()) if tag],
+            "accepted_only": bool(data.get("accepted_only")),
+            "filename": data["file"].name,
+            **self.screening_params(),
+        }
+
+    def upload(self) -> UploadedFile[bytes] | None:
+        file: UploadedFile[bytes] | None = self.cleaned_data.get("file")
+        return file
+
+
+IMPORT_FORMS: dict[str, type[ImportForm]] = {
+    ImportKind.FILE: FileImportForm,
+    ImportKind.GITHUB: GitHubImportForm,
+    ImportKind.STACKEXCHANGE: StackExchangeImportForm,
+    ImportKind.SO_DUMP: SoDumpImportForm,
+}
+
+SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]
+
+
+class ItemFilterForm(forms.Form):
+    """The item list's filters (GET). Invalid values are ignored rather than refused."""
+
+    q = forms.CharField(required=False, label="Title contains", max_length=200)
+    source = forms.ChoiceField(required=False, choices=SOURCE_FILTER_CHOICES)
+    relevance = forms.ChoiceField(required=False, choices=[("", "Any screening"), *Relevance.choices])
+    roundless = forms.BooleanField(required=False, label="Not in any round yet")

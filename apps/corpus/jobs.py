@@ -1,0 +1,291 @@
+"""The life of a background job: claim, progress, heartbeat, finish, and telling a dead job from a live one.
+
+Generic over :class:`apps.core.models.Job`, so export and agreement jobs can reuse it: nothing here
+knows about imports. A job row is driven either by a Celery worker (started from the browser or the
+API) or in the foreground by a management command; both go through :func:`run_job`, so the row looks
+the same whichever way it ran.
+
+Contracts:
+
+- progress is written at most every ``interval`` seconds (0.5 s by default) so that a fast loop does
+  not turn into a write per row, and at once for state changes (start, wait, finish);
+- ``heartbeat_at`` is refreshed with every progress write; a *running* job whose heartbeat is older
+  than :func:`stale_after` (``settings.JOB_STALE_MINUTES``, default 10 minutes) and that is not in an
+  announced wait (``waiting_until`` in the future, import jobs only) is *stalled*: its worker died
+  (SIGKILL, OOM, a redeploy). A stalled job can be claimed again (:func:`claim_job`) or replaced;
+- progress writes use ``UPDATE ... WHERE pk`` on the job's own fields only, outside any transaction
+  the work opens, so a browser polling the job sees them while the work goes on;
+- a job is sent to the broker by :func:`enqueue`; when the broker (Redis) cannot be reached the job
+  stays *queued* with the message :data:`QUEUE_UNAVAILABLE`, and :func:`requeue_unsent` sends it
+  again once the broker is back (the job's page does so while it polls; ``manage.py requeue_jobs``
+  does it for every job). A message sent twice is harmless: :func:`claim_job` lets one run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from apps.core.models import Job, JobStatus
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 0.5
+_BASE_FIELDS = ("progress_done", "progress_total", "message", "heartbeat_at")
+_MESSAGE_MAX = 500
+MAX_ERRORS = 50
+QUEUE_UNAVAILABLE = "The job queue is unavailable: this job will start once the queue is back."
+
+
+class JobFailed(Exception):
+    """An expected failure (bad input, a rejected token): the job ends *failed* with this message.
+
+    `errors` are row-level details the caller may store (see ImportJob.errors).
+    """
+
+    def __init__(self, message: str, errors: Iterable[dict[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
+def stale_after() -> timedelta:
+    """How long a running job may go without a heartbeat before it counts as stalled."""
+    return timedelta(minutes=float(getattr(settings, "JOB_STALE_MINUTES", 10)))
+
+
+def is_stalled(job: Job, now: datetime | None = None) -> bool:
+    """True for a running job whose worker stopped beating (see the module docstring)."""
+    if job.status != JobStatus.RUNNING:
+        return False
+    now = now or timezone.now()
+    waiting_until: datetime | None = getattr(job, "waiting_until", None)
+    if waiting_until is not None and waiting_until > now:
+        return False
+    last = job.heartbeat_at or job.started_at or job.created_at
+    if waiting_until is not None and waiting_until > last:
+        last = waiting_until
+    return now - last > stale_after()
+
+
+def display_status(job: Job, now: datetime | None = None) -> str:
+    """The status a person should see: `stalled` for a dead running job, else the stored status."""
+    return "stalled" if is_stalled(job, now) else str(job.status)
+
+
+def stalled_q(model: type[Job], now: datetime | None = None) -> Q:
+    """A filter matching the stalled jobs of `model` (for listings and clean-ups)."""
+    cutoff = (now or timezone.now()) - stale_after()
+    condition = Q(status=JobStatus.RUNNING) & (
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
+    if any(field.name == "waiting_until" for field in model._meta.get_fields()):
+        condition &= Q(waiting_until__isnull=True) | Q(waiting_until__lt=cutoff)
+    return condition
+
+
+def claim_job[J: Job](model: type[J], pk: int, task_id: str = "") -> J | None:
+    """Mark job `pk` running and return it, if nobody else is running it; else None.
+
+    A queued job, or a stalled running one (a redelivered Celery message after the worker died),
+    can be claimed; a live running job or a finished one cannot. The check and the write are one
+    UPDATE, so two workers given the same message cannot both run it.
+    """
+    now = timezone.now()
+    claimable = Q(status=JobStatus.QUEUED) | stalled_q(model, now)
+    changes: dict[str, Any] = {"status": JobStatus.RUNNING, "started_at": now, "heartbeat_at": now}
+    if task_id:
+        changes["task_id"] = task_id[:64]
+    if model._default_manager.filter(claimable, pk=pk).update(**changes) == 0:
+        return None
+    return model._default_manager.get(pk=pk)
+
+
+def enqueue(task: Any, job: Job, *, retry: bool = True) -> bool:
+    """Send `task(job.pk)` to the Celery broker; True when the broker took it.
+
+    When the broker cannot be reached (Redis down: kombu's OperationalError, after Celery's own short
+    publish retries unless `retry` is False), the job stays queued with the message
+    :data:`QUEUE_UNAVAILABLE`, a warning is logged and False is returned: the request that started the
+    job still gets its page, and :func:`requeue_unsent` sends the job later.
+    """
+    try:
+        task.apply_async((job.pk,), retry=retry)
+    except OperationalError as exc:
+        logger.warning("job queue unavailable: %s %s stays queued (%s)", type(job).__name__, job.pk, exc)
+        type(job)._default_manager.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+            message=QUEUE_UNAVAILABLE
+        )
+        job.message = QUEUE_UNAVAILABLE
+        return False
+    return True
+
+
+def requeue_unsent(
+    model: type[Job], task: Any, *, pks: Iterable[int] | None = None, older_than: timedelta | None = None
+) -> int:
+    """Send again the queued jobs of `model` the broker never took (message :data:`QUEUE_UNAVAILABLE`),
+    oldest first; with `older_than`, also every job queued for longer than that (a message lost when
+    Redis restarted without persistence). `pks` limits it to those jobs. Stops at the first job that
+    still cannot be sent (the broker is still down); returns how many were sent.
+    """
+    condition = Q(message=QUEUE_UNAVAILABLE)
+    if older_than is not None:
+        condition |= Q(created_at__lt=timezone.now() - older_than)
+    jobs = model._default_manager.filter(condition, status=JobStatus.QUEUED)
+    if pks is not None:
+        jobs = jobs.filter(pk__in=list(pks))
+    sent = 0
+    for job in jobs.order_by("created_at", "pk"):
+        if not enqueue(task, job, retry=False):
+            break
+        model._default_manager.filter(pk=job.pk, status=JobStatus.QUEUED, message=QUEUE_UNAVAILABLE).update(
+            message=""
+        )
+        sent += 1
+    return sent
+
+
+class JobProgress:
+    """Progress reporting for one job: counts in memory, written at most every `interval` seconds.
+
+    `fields` names extra fields of the job to write along with the progress (an import job's
+    counts). `echo` receives a one-line progress text on every write (a command passes a stderr
+    writer); `clock` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        job: Job,
+        *,
+        fields: Iterable[str] = (),
+        interval: float = DEFAULT_INTERVAL,
+        echo: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.job = job
+        waiting = ("waiting_until",) if hasattr(job, "waiting_until") else ()
+        self.fields = tuple(dict.fromkeys((*_BASE_FIELDS, *waiting, *fields)))
+        self.interval = interval
+        self.echo = echo
+        self._clock = clock
+        self._last_write: float | None = None
+        self.writes = 0
+
+    # --- progress ---------------------------------------------------------------------------------
+
+    def set_total(self, total: int | None) -> None:
+        self.job.progress_total = total
+        self.flush()
+
+    def advance(self, count: int = 1, message: str | None = None) -> None:
+        self.job.progress_done += count
+        if message is not None:
+            self.job.message = message[:_MESSAGE_MAX]
+        self.save()
+
+    def note(self, message: str) -> None:
+        """A message worth showing now (a phase change): written at once."""
+        self.job.message = message[:_MESSAGE_MAX]
+        self.flush()
+
+    def wait(self, seconds: float, reason: str) -> None:
+        """An announced pause (a rate limit): the job is alive until it ends. Written at once."""
+        until = timezone.now() + timedelta(seconds=seconds)
+        if hasattr(self.job, "waiting_until"):
+            self.job.waiting_until = until
+        self.job.message = f"Waiting {seconds:.0f} s: {reason}"[:_MESSAGE_MAX]
+        self.flush()
+
+    def save(self) -> None:
+        """Write the progress if the last write is older than `interval` seconds."""
+        now = self._clock()
+        if self._last_write is not None and now - self._last_write < self.interval:
+            return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the progress now."""
+        job = self.job
+        job.heartbeat_at = timezone.now()
+        waiting_until: datetime | None = getattr(job, "waiting_until", None)
+        if waiting_until is not None and waiting_until <= job.heartbeat_at:
+            job.waiting_until = None  # type: ignore[attr-defined]  # only import jobs have the field
+        values = {name: getattr(job, name) for name in self.fields}
+        type(job)._default_manager.filter(pk=job.pk).update(**values)
+        self._last_write = self._clock()
+        self.writes += 1
+        if self.echo is not None:
+            self.echo(self.line())
+
+    def line(self) -> str:
+        job = self.job
+        done = f"{job.progress_done}/{job.progress_total}" if job.progress_total else f"{job.progress_done}"
+        percent = f" ({job.percent} %)" if job.progress_total else ""
+        return f"[{done}{percent}] {job.message}".rstrip()
+
+    # --- state changes ----------------------------------------------------------------------------
+
+    def finish(self, status: str, message: str = "", error: str = "") -> None:
+        job = self.job
+        job.status = status
+        job.finished_at = timezone.now()
+        if message:
+            job.message = message[:_MESSAGE_MAX]
+        job.error = error
+        if hasattr(job, "waiting_until"):
+            job.waiting_until = None
+        self.fields = tuple(dict.fromkeys((*self.fields, "status", "finished_at", "error")))
+        self.flush()
+
+
+def run_job[J: Job](
+    job: J,
+    work: Callable[[JobProgress], str],
+    *,
+    fields: Iterable[str] = (),
+    echo: Callable[[str], None] | None = None,
+    interval: float = DEFAULT_INTERVAL,
+) -> J:
+    """Run `work(progress)` as job `job` and record how it ended; return the job.
+
+    The job must already be claimed (running) or queued; a queued job is marked running here.
+    `work` returns the final message. :class:`JobFailed` ends the job *failed* with its message
+    (expected failures: bad input, a rejected token); any other exception also ends it *failed*
+    (with the exception's type and text) and is raised again, so a worker logs it.
+    """
+    progress = JobProgress(job, fields=fields, echo=echo, interval=interval)
+    if job.status != JobStatus.RUNNING:
+        now = timezone.now()
+        job.status = JobStatus.RUNNING
+        job.started_at = now
+        job.finished_at = None
+        type(job)._default_manager.filter(pk=job.pk).update(
+            status=job.status, started_at=now, finished_at=None, heartbeat_at=now
+        )
+    try:
+        message = work(progress)
+    except JobFailed as exc:
+        _record_errors(job, exc.errors, progress)
+        progress.finish(JobStatus.FAILED, message=str(exc), error=str(exc))
+        return job
+    except BaseException as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        progress.finish(JobStatus.FAILED, message="Stopped by an internal error.", error=text)
+        raise
+    progress.finish(JobStatus.SUCCEEDED, message=message)
+    return job
+
+
+def _record_errors(job: Job, errors: list[dict[str, Any]], progress: JobProgress) -> None:
+    """Keep a failure's row-level errors on jobs that have an `errors` list (the first MAX_ERRORS)."""
+    if errors and hasattr(job, "errors"):
+        job.errors = [*job.errors, *errors][:MAX_ERRORS]
+        progress.fields = tuple(dict.fromkeys((*progress.fields, "errors")))

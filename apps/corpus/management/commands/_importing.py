@@ -1,0 +1,99 @@
+"""What the import commands share: run the job in the foreground, print progress, fail clearly."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.accounts.models import Study
+from apps.core.commands import get_study
+from apps.core.models import JobStatus
+from apps.corpus.models import ImportJob
+from apps.corpus.records import parse_timestamp
+from apps.corpus.screening import PRESETS
+from apps.corpus.services import import_in_foreground, screening_rules, summarize
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CommandError(f"--limit must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise CommandError(f"--limit must be at least 1, got {value}")
+    return value
+
+
+def iso_date(text: str) -> str:
+    try:
+        moment: datetime = parse_timestamp(text)
+    except ValueError:
+        raise CommandError(f"--since must be an ISO date such as 2021-06-01, got {text!r}") from None
+    return moment.isoformat()
+
+
+def add_screening_arguments(parser: CommandParser, *, tags: bool = False) -> None:
+    parser.add_argument(
+        "--keyword",
+        action="append",
+        default=[],
+        metavar="K",
+        help="Keep only items whose title or body holds one of these words or phrases (repeatable).",
+    )
+    if tags:
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            metavar="T",
+            help="Keep only questions with one of these tags.",
+        )
+    parser.add_argument(
+        "--preset",
+        default="",
+        choices=sorted(PRESETS),
+        help="A named screening rule set instead of --keyword (for example the TOSEM 2023 selection).",
+    )
+
+
+def existing_file(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise CommandError(f"{text}: no such file")
+    return path.resolve()
+
+
+class ImportCommand(BaseCommand):
+    """Base of the import commands: subclasses build (kind, params, upload) from the options."""
+
+    def study(self, slug: str) -> Study:
+        study: Study = get_study(slug)
+        return study
+
+    def run(self, study: Study, kind: str, params: dict[str, Any], upload: Path | str = "") -> ImportJob:
+        try:
+            screening_rules(params)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        interactive = sys.stderr.isatty()
+
+        def echo(line: str) -> None:
+            self.stderr.write(line, ending="\r" if interactive else "\n")
+
+        job = import_in_foreground(study, kind, params, upload=upload, echo=echo)
+        if interactive:
+            self.stderr.write("")
+        if job.status != JobStatus.SUCCEEDED:
+            details = [
+                f"  {e['where']}: {e.get('field') or ''} {e['message']}".rstrip() for e in job.errors[:10]
+            ]
+            raise CommandError("\n".join([f"Import #{job.pk} failed: {job.error}", *details]))
+        for error in job.errors[:10]:
+            self.stderr.write(f"  could not import {error['where']}: {error['message']}")
+        seconds = job.duration_seconds or 0.0
+        self.stdout.write(f"Import #{job.pk} into {study.slug!r}: {summarize(job)} ({seconds:.1f} s)")
+        return job

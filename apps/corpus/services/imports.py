@@ -1,0 +1,527 @@
+"""Import jobs: record the request, queue it, run it (in a worker or in the foreground of a command).
+
+:func:`create_import_job` records the request (options in ``params``, never a secret),
+:func:`submit_import` stores an upload and queues the job for Celery, :func:`run_import` does the
+work: the same function the Celery task and the import commands call, so a job looks the same
+whichever way it ran. Each source turns into :class:`ItemRecord` objects for :func:`upsert_records`;
+skipped and failed items are counted on the job with their row or URL.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+from apps.core.models import JobStatus
+
+from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
+from ..jobs import (
+    MAX_ERRORS,
+    QUEUE_UNAVAILABLE,
+    JobFailed,
+    JobProgress,
+    claim_job,
+    enqueue,
+    is_stalled,
+    requeue_unsent,
+    run_job,
+)
+from ..models import ImportJob, ImportKind
+from ..parsing import ImportFileError, check_file, detect_format, iter_records
+from ..records import ItemRecord
+from ..screening import PRESETS, ScreeningRules
+from ..so_dump import DumpError, PostsDumpReader
+from ..stackexchange import KeyRejected, StackExchangeClient, StackExchangeError
+from . import pg
+from .render import render_pending
+from .upsert import UnstorableRecord, add_error, unstorable, upsert_records
+
+IMPORT_JOB_FIELDS = (
+    "created",
+    "updated",
+    "unchanged",
+    "filtered",
+    "failed",
+    "filtered_by",
+    "errors",
+    "waiting_until",
+)
+UPLOAD_EXTENSIONS = (".csv", ".json", ".jsonl", ".txt", ".xml")
+ANALYZE_AFTER = 5000  # items written by one import before the planner statistics are refreshed
+
+
+def screening_rules(params: dict[str, Any]) -> ScreeningRules | None:
+    """The screening rules a job's options ask for: a named preset, or keywords/tags, or none.
+
+    Raises ValueError naming the problem for an unknown preset, or a preset mixed with own keywords.
+    """
+    preset = str(params.get("preset") or "")
+    keywords = [str(k) for k in params.get("keywords") or [] if str(k).strip()]
+    tags = [str(t) for t in params.get("tags") or [] if str(t).strip()]
+    accepted_only = bool(params.get("accepted_only"))
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown screening preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
+        if keywords or tags:
+            raise ValueError(f"use either the preset {preset!r} or your own keywords and tags, not both")
+        return PRESETS[preset]
+    rules = ScreeningRules.simple(keywords=keywords, tags_any=tags, accepted_only=accepted_only)
+    return None if rules.is_empty else rules
+
+
+def create_import_job(
+    study: Study,
+    kind: str,
+    params: dict[str, Any],
+    *,
+    user: User | None = None,
+    upload: str | Path = "",
+) -> ImportJob:
+    """Record a queued import. `params` holds options only: a token or key never goes in a job."""
+    if kind not in ImportKind.values:
+        raise ValueError(f"unknown import kind {kind!r}")
+    secret_keys = {"token", "key", "github_token", "stackexchange_key", "password"} & set(params)
+    if secret_keys:
+        raise ValueError(f"import options may not hold secrets ({', '.join(sorted(secret_keys))})")
+    return ImportJob.objects.create(
+        study=study, kind=kind, params=params, created_by=user, upload=str(upload), status=JobStatus.QUEUED
+    )
+
+
+def start_import(job: ImportJob) -> None:
+    """Queue the job for a Celery worker once the surrounding transaction commits. With the broker
+    down the job stays queued with the message QUEUE_UNAVAILABLE (see `jobs.enqueue`)."""
+    from ..tasks import run_import_task  # tasks import this module
+
+    transaction.on_commit(lambda: enqueue(run_import_task, job))
+
+
+def resend_import(job: ImportJob) -> bool:
+    """Send a queued import the broker never took again (the job page calls this while it polls);
+    True when it went. Refreshes `job`."""
+    from ..tasks import run_import_task
+
+    if job.status != JobStatus.QUEUED or job.message != QUEUE_UNAVAILABLE:
+        return False
+    sent = requeue_unsent(ImportJob, run_import_task, pks=[job.pk]) > 0
+    job.refresh_from_db()
+    return sent
+
+
+def submit_import(
+    study: Study,
+    kind: str,
+    params: dict[str, Any],
+    *,
+    user: User | None = None,
+    upload_name: str | None = None,
+    chunks: Iterable[bytes] | None = None,
+) -> ImportJob:
+    """The browser and API path: store the uploaded file (if any), record the job, queue it.
+
+    Raises ValueError (bad extension, file too large, bad options) with nothing recorded.
+    """
+    path: str | Path = ""
+    if upload_name is not None and chunks is not None:
+        path = save_upload(study, upload_name, chunks)
+    try:
+        with transaction.atomic():
+            job = create_import_job(study, kind, params, user=user, upload=path)
+            start_import(job)
+    except Exception:
+        if path:
+            Path(path).unlink(missing_ok=True)
+        raise
+    return job
+
+
+def restart_import(job: ImportJob, user: User | None = None) -> ImportJob:
+    """Start a finished-unsuccessfully or stalled import again, as a new job with the same options.
+
+    The old job stays in the history; a stalled one is marked failed first. Re-running is safe: the
+    upsert skips what the first run already wrote. Raises ValueError for a job still alive or done.
+    """
+    if job.status == JobStatus.RUNNING and not is_stalled(job):
+        raise ValueError("this import is still running")
+    if job.status in (JobStatus.QUEUED, JobStatus.SUCCEEDED):
+        raise ValueError(
+            f"only a failed, cancelled or stalled import can be restarted (this one is {job.status})"
+        )
+    with transaction.atomic():
+        if job.status == JobStatus.RUNNING:
+            ImportJob.objects.filter(pk=job.pk).update(
+                status=JobStatus.FAILED,
+                finished_at=timezone.now(),
+                error="Stalled: the worker stopped sending heartbeats (killed or restarted).",
+                message="Stalled; restarted as a new import.",
+            )
+        new = create_import_job(job.study, job.kind, dict(job.params), user=user, upload=job.upload)
+        start_import(new)
+    return new
+
+
+def save_upload(study: Study, name: str, chunks: Iterable[bytes]) -> Path:
+    """Store an uploaded file under UPLOAD_ROOT/<study>/ with a fresh name; return its path.
+
+    Raises ValueError when the extension is not one of UPLOAD_EXTENSIONS or the size passes
+    MAX_IMPORT_UPLOAD_BYTES (the partial file is removed).
+    """
+    suffix = Path(name).suffix.lower()
+    if suffix not in UPLOAD_EXTENSIONS:
+        raise ValueError(
+            f"files ending in {suffix or '(nothing)'} cannot be imported ({', '.join(UPLOAD_EXTENSIONS)})"
+        )
+    limit = int(settings.MAX_IMPORT_UPLOAD_BYTES)
+    directory = Path(settings.UPLOAD_ROOT) / study.slug
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{timezone.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:8]}{suffix}"
+    size = 0
+    with path.open("wb") as handle:
+        for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                handle.close()
+                path.unlink(missing_ok=True)
+                raise ValueError(f"the file is larger than the limit of {limit // (1024 * 1024)} MB")
+            handle.write(chunk)
+    return path
+
+
+def run_import(
+    job: ImportJob,
+    *,
+    echo: Callable[[str], None] | None = None,
+    environ: dict[str, str] | None = None,
+    session: Any = None,
+    sleep: Callable[[float], None] | None = None,
+    render: bool = True,
+) -> ImportJob:
+    """Run an import job to its end (status, counts, errors, duration recorded on the row).
+
+    Called by the Celery task and, in the foreground, by the import commands (`echo` prints progress).
+    Credentials come from the environment (`GITHUB_TOKEN`, `STACKEXCHANGE_KEY`; `environ` overrides
+    for tests) and are never written anywhere. `session` and `sleep` are the HTTP boundary, for tests.
+    After the import, the new and changed items are rendered (a second phase of the same job) unless
+    `render` is False (benchmarks time the two phases apart).
+    """
+    env = dict(os.environ if environ is None else environ)
+    pause = sleep if sleep is not None else _sleep
+
+    def work(progress: JobProgress) -> str:
+        study = job.study
+        if job.kind == ImportKind.FILE:
+            _import_file(job, progress)
+        elif job.kind == ImportKind.GITHUB:
+            _import_github(job, progress, env.get("GITHUB_TOKEN") or None, session, pause)
+        elif job.kind == ImportKind.STACKEXCHANGE:
+            _import_stackexchange(job, progress, env.get("STACKEXCHANGE_KEY") or None, session, pause)
+        elif job.kind == ImportKind.SO_DUMP:
+            _import_so_dump(job, progress)
+        else:
+            raise JobFailed(f"unknown import kind {job.kind!r}")
+        summary = summarize(job)
+        if connection.vendor == "postgresql" and job.created + job.updated >= ANALYZE_AFTER:
+            pg.refresh_statistics()
+        if render:
+            progress.note(f"{summary} Rendering bodies…")
+            render_pending(study, progress)
+        return summary
+
+    return run_job(job, work, fields=IMPORT_JOB_FIELDS, echo=echo)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up at call time, so tests can replace the clock
+
+
+def import_in_foreground(
+    study: Study,
+    kind: str,
+    params: dict[str, Any],
+    *,
+    upload: str | Path = "",
+    user: User | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> ImportJob:
+    """The command-line path: record the job exactly as the browser would, then run it here."""
+    job = create_import_job(study, kind, params, user=user, upload=upload)
+    claimed = claim_job(ImportJob, job.pk, task_id="foreground")
+    if claimed is None:  # nobody else knows this fresh job's id; this cannot happen
+        raise RuntimeError(f"import job {job.pk} was claimed by someone else")
+    return run_import(claimed, echo=echo)
+
+
+def summarize(job: ImportJob) -> str:
+    parts = [f"{job.created} created", f"{job.updated} updated", f"{job.unchanged} unchanged"]
+    if job.filtered:
+        parts.append(f"{job.filtered} filtered out")
+    if job.failed:
+        parts.append(f"{job.failed} failed")
+    return ", ".join(parts) + "."
+
+
+def _rules_or_fail(params: dict[str, Any]) -> ScreeningRules | None:
+    try:
+        return screening_rules(params)
+    except ValueError as exc:
+        raise JobFailed(str(exc)) from None
+
+
+def _import_file(job: ImportJob, progress: JobProgress) -> None:
+    """A CSV/JSON/JSONL/URL-list file: one bad row fails the whole file and nothing is written.
+
+    On PostgreSQL the file is read once, every batch going into one transaction that commits only
+    when the last row has been read (a bad row rolls it all back), written by the background writer
+    so that progress stays visible. Elsewhere (SQLite, whose single writer would be held for the
+    whole import) the file is checked in a first pass and written in a second, batch by batch.
+    """
+    path = job.upload
+    rules = _rules_or_fail(job.params)
+    try:
+        fmt = detect_format(path, job.params.get("format") or None)
+    except ImportFileError as exc:
+        raise JobFailed(str(exc), [_file_error(exc)]) from None
+    single_pass = connection.vendor == "postgresql" and not connection.in_atomic_block
+    try:
+        if single_pass:
+            progress.note("Importing…")
+            upsert_records(
+                job.study, iter_records(path, fmt), job, rules=rules, progress=progress, atomic=True
+            )
+            return
+        progress.note("Checking the file…")
+        total = _check_storable(path, fmt)
+    except (ImportFileError, UnstorableRecord) as first:
+        _reset_counts(job)
+        raise _bad_file(path, fmt, first) from None
+    progress.job.progress_done = 0
+    progress.set_total(total)
+    progress.note(f"Importing {total} items…")
+    upsert_records(job.study, iter_records(path, fmt), job, rules=rules, progress=progress)
+
+
+def _reset_counts(job: ImportJob) -> None:
+    """A rolled-back file import wrote nothing: its counts say so."""
+    job.created = job.updated = job.unchanged = job.filtered = job.failed = 0
+    job.filtered_by = {}
+
+
+def _bad_file(path: str, fmt: str, first: ImportFileError | UnstorableRecord) -> JobFailed:
+    """The failure of a file with bad rows: every parser error (the first MAX_ERRORS) with line and field."""
+    if isinstance(first, UnstorableRecord):
+        problems = [_file_error(ImportFileError(None, "url", first.url[:200], first.problem))]
+        return JobFailed(
+            f"The file has a row the database cannot hold; nothing was imported. {first}", problems
+        )
+    check = check_file(path, fmt, max_errors=MAX_ERRORS)
+    errors = check.errors or [first]
+    more = "+" if check.truncated else ""
+    return JobFailed(
+        f"The file has {len(errors)}{more} bad row(s); nothing was imported. First: {errors[0]}",
+        [_file_error(error) for error in errors],
+    )
+
+
+def _check_storable(path: str, fmt: str) -> int:
+    """Read the whole file once: the parser's checks plus what the database needs. Return the count."""
+    count = 0
+    for record in iter_records(path, fmt):
+        problem = unstorable(record)
+        if problem is not None:
+            raise UnstorableRecord(record.url, problem)
+        count += 1
+    return count
+
+
+def _file_error(error: ImportFileError) -> dict[str, Any]:
+    where = f"{error.unit} {error.line}" if error.line is not None else "file"
+    value = None if error.value is None else str(error.value)[:200]
+    return {"where": where, "field": error.field, "value": value, "message": error.message}
+
+
+def _import_github(
+    job: ImportJob,
+    progress: JobProgress,
+    token: str | None,
+    session: Any,
+    sleep: Callable[[float], None],
+) -> None:
+    params = job.params
+    rules = _rules_or_fail(params)
+    notices: list[str] = []
+
+    def notice(text: str) -> None:
+        notices.append(text)
+        progress.note(text)
+
+    client = GitHubClient(
+        api_url=params.get("api_url") or "https://api.github.com",
+        token=token,
+        session=session,
+        sleep=sleep,
+        on_wait=progress.wait,
+        on_notice=notice,
+    )
+    comments = not params.get("no_comments")
+    limit = params.get("limit") or None
+    results: Iterator[GitHubResult]
+    try:
+        if params.get("repo"):
+            results = client.repo_issues(
+                params["repo"],
+                state=params.get("state") or "all",
+                labels=params.get("labels") or (),
+                exclude_labels=params.get("exclude_labels") or (),
+                since=params.get("since") or None,
+                comments=comments,
+                limit=limit,
+            )
+            progress.note(f"Reading issues of {params['repo']}…")
+        elif params.get("query"):
+            results = client.search_issues(
+                params["query"],
+                comments=comments,
+                exclude_labels=params.get("exclude_labels") or (),
+                limit=limit,
+            )
+            progress.note("Searching issues…")
+        else:
+            urls = list(params.get("urls") or []) or read_url_list(job.upload)
+            progress.set_total(len(urls))
+            results = client.hydrate(urls, comments=comments, limit=limit)
+            progress.note(f"Fetching {len(urls)} issues…")
+        upsert_records(
+            job.study,
+            _github_records(results, job, progress),
+            job,
+            rules=rules,
+            replace_comments=comments,
+        )
+    except TokenRejected:
+        raise JobFailed("token rejected: GitHub answered 401 Unauthorized; check GITHUB_TOKEN") from None
+    except (GitHubError, ValueError) as exc:
+        raise JobFailed(f"GitHub import stopped: {exc}") from None
+    for text in notices:
+        add_error(job, "GitHub", None, None, text)
+
+
+def read_url_list(path: str | Path) -> list[str]:
+    """URLs of a URL-list file: one per line; blank lines and `#` comments ignored."""
+    try:
+        with Path(path).open(encoding="utf-8-sig") as handle:
+            return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
+    except FileNotFoundError:
+        raise JobFailed(f"the URL list {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise JobFailed(f"the URL list {path} is not UTF-8 text") from None
+
+
+def _github_records(
+    results: Iterable[GitHubResult], job: ImportJob, progress: JobProgress
+) -> Iterator[ItemRecord]:
+    """Records for the upsert; skips and failures are counted on the job as they pass."""
+    for result in results:
+        progress.advance()
+        if isinstance(result, Skipped):
+            rule = "pull_request" if result.reason == "pull request" else "labels_exclude"
+            job.filtered += 1
+            job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
+        elif isinstance(result, Failed):
+            job.failed += 1
+            add_error(job, result.url, None, result.status, result.message)
+        else:
+            yield result
+
+
+def _import_stackexchange(
+    job: ImportJob,
+    progress: JobProgress,
+    key: str | None,
+    session: Any,
+    sleep: Callable[[float], None],
+) -> None:
+    params = job.params
+    rules = _rules_or_fail({**params, "tags": []})
+    notices: list[str] = []
+
+    def notice(text: str) -> None:
+        notices.append(text)
+        progress.note(text)
+
+    client = StackExchangeClient(
+        api_url=params.get("api_url") or "https://api.stackexchange.com/2.3",
+        key=key,
+        session=session,
+        sleep=sleep,
+        on_wait=progress.wait,
+        on_notice=notice,
+    )
+    progress.note(f"Reading questions tagged {', '.join(params.get('tagged') or [])}…")
+    try:
+        records = client.questions(
+            params.get("tagged") or [],
+            site=params.get("site") or "stackoverflow",
+            match="all" if params.get("match") == "all" else "any",
+            accepted_only=bool(params.get("accepted_only")),
+            limit=params.get("limit") or None,
+        )
+        upsert_records(job.study, records, job, rules=rules, progress=progress)
+    except KeyRejected:
+        raise JobFailed("key rejected: the Stack Exchange API refused STACKEXCHANGE_KEY") from None
+    except (StackExchangeError, ValueError) as exc:
+        raise JobFailed(f"Stack Exchange import stopped: {exc}") from None
+    for text in notices:
+        add_error(job, "Stack Exchange", None, None, text)
+
+
+def _import_so_dump(job: ImportJob, progress: JobProgress) -> None:
+    """Posts.xml: the reader screens while it streams (it keeps only selected questions), then upserts."""
+    rules = _rules_or_fail(job.params)
+    site = job.params.get("site_host") or "stackoverflow.com"
+
+    def on_progress(done: int, total: int) -> None:
+        progress.job.progress_total = total
+        progress.job.progress_done = done
+        progress.save()
+
+    reader = PostsDumpReader(job.upload, rules, site_host=site, on_progress=on_progress)
+    progress.note("Reading the dump (step 1 of 3)…")
+    records = _after_scan(reader, job, progress)
+    try:
+        upsert_records(job.study, records, job)
+    except DumpError as exc:
+        raise JobFailed(f"The dump cannot be read; nothing was imported. {exc}") from None
+    except FileNotFoundError:
+        raise JobFailed(f"The dump file is missing: {job.upload}") from None
+
+
+def _after_scan(reader: PostsDumpReader, job: ImportJob, progress: JobProgress) -> Iterator[ItemRecord]:
+    """The reader's records; once its XML pass is over, its rejections go on the job as `filtered`."""
+    first = True
+    for record in reader:
+        if first:
+            _note_dump_stats(reader, job, progress)
+            first = False
+        progress.advance()
+        yield record
+    if first:
+        _note_dump_stats(reader, job, progress)
+
+
+def _note_dump_stats(reader: PostsDumpReader, job: ImportJob, progress: JobProgress) -> None:
+    stats = reader.stats
+    for rule, count in stats.rejected.items():
+        job.filtered += count
+        job.filtered_by[rule] = job.filtered_by.get(rule, 0) + count
+    progress.job.progress_done = 0
+    progress.set_total(stats.selected)
+    progress.note(f"{stats.questions} questions read, {stats.selected} selected; importing (step 2 of 3)…")
