@@ -25,6 +25,7 @@ from apps.annotation.payload import value_field
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
+from apps.corpus.services import ensure_rendered
 from apps.taxonomy.index import CodebookIndex
 
 from . import queries
@@ -250,6 +251,7 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     """
     study, role = access_study(request.user, slug, lead=True)
     item = get_object_or_404(Item.objects.in_study(study).select_related("study"), pk=item_id)
+    ensure_rendered(item)
     index = CodebookIndex.for_study(study)
     labels = item_labels(item)
     sheet = _sheet(index, labels)
