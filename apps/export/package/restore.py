@@ -1,0 +1,196 @@
+"""A replication package becomes a new study again: ``import_study STUDY PACKAGE.zip``.
+
+Validation first, then one transaction. `import_study` reads the whole package and checks it before it
+writes anything:
+
+* the zip: `manifest.json` names the package format and every other file with its SHA-256 and size;
+  every listed file must be present with that checksum, no unlisted file may be there, and the files the
+  import needs must be listed (a package altered after export is refused);
+* the codebook (`codebook.json`): a valid DESIGN.md §5 codebook in ``codebook``, consistent with the
+  full list of dimensions and categories (every parent, merge target and condition exists, the trees
+  have no cycle, the active categories give exactly ``codebook``), with the latest stored version, and
+  with every label of the dataset and of the annotations (each key exists, each path is the key's path);
+* the items, rounds, annotations and decisions: every URL, round, username, status and timestamp.
+
+Every problem is collected and raised together as one `PackageError` (file, line or row, field, value).
+Only a package without problems is written, in one `transaction.atomic`: users, the study and its
+members, the codebook (dimensions, categories, versions, change history, all as exported), the items
+(through `corpus.services.upsert_records`, bodies rendered again through the sanitizer: rendered HTML
+in a package is never trusted), rounds, assignments, annotations, decisions (current ones, with their
+provenance, rationale, decider and time) and the items' review state.
+
+Usernames: a username that exists on this instance is that user (so sharing a study between instances
+keeps who did what); an unknown one becomes a new *inactive* user with no usable password, a
+placeholder an administrator can activate later. Members of the package become members of the new study
+with their roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+
+from apps.accounts.models import Membership, Study, User
+from apps.adjudication.services import consolidate_items
+from apps.corpus.models import Item
+from apps.corpus.services import render_pending, upsert_records
+from apps.taxonomy.models import Dimension
+
+from .codebook_check import check_codebook
+from .labels import PlannedAnnotation, PlannedDecision, read_annotations, read_decisions
+from .reading import (
+    PackageError,
+    Problems,
+    check_rounds,
+    check_study,
+    item_records,
+    json_file,
+    open_package,
+    read_items,
+    verify,
+)
+from .writing import (
+    users_for,
+    write_annotations,
+    write_codebook,
+    write_decisions,
+    write_rounds,
+    write_screening,
+)
+
+
+@dataclass(frozen=True)
+class ImportedStudy:
+    """What an import created."""
+
+    study: Study
+    items: int
+    rounds: int
+    annotations: int
+    decisions: int
+    codebook_version: int
+    placeholders: tuple[str, ...]
+
+    def summary(self) -> str:
+        made = (
+            f"; inactive placeholder users created: {', '.join(self.placeholders)}"
+            if self.placeholders
+            else ""
+        )
+        return (
+            f"Study {self.study.slug!r} created: {self.items} items, {self.rounds} rounds, "
+            f"{self.annotations} submitted annotations, {self.decisions} decisions, codebook version "
+            f"{self.codebook_version}{made}."
+        )
+
+
+def import_study(
+    slug: str,
+    package: str | Path,
+    *,
+    actor: User | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> ImportedStudy:
+    """Create study `slug` from the replication package at `package` (module docstring).
+
+    Raises PackageError (every problem listed; nothing written) for a slug already taken or invalid, a
+    file that is not a package, a checksum mismatch, an inconsistent codebook or any bad row.
+    """
+    say = echo or (lambda message: None)
+    path = Path(package)
+    problems = Problems()
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        problems.add("STUDY", f"{slug!r} is not a valid slug (letters, digits, hyphens, underscores)")
+    if len(slug) > 64:
+        problems.add("STUDY", f"{slug!r} is longer than 64 characters")
+    if Study.objects.filter(slug=slug).exists():
+        problems.add("STUDY", f"a study {slug!r} already exists: import_study creates a new study")
+    problems.raise_if_any()
+    with open_package(path) as archive:
+        say("Checking checksums…")
+        verify(archive)
+        users: set[str] = set()
+        say("Checking the study, codebook, items, rounds, annotations and decisions…")
+        study_data = json_file(archive, "study.json", problems)
+        members = check_study(study_data, problems, users)
+        book = check_codebook(json_file(archive, "codebook.json", problems), problems, users)
+        urls = read_items(archive, problems, users)
+        rounds = check_rounds(json_file(archive, "sampling.json", problems), urls, problems, users)
+        round_numbers = {r["number"] for r in rounds}
+        annotations: list[PlannedAnnotation] = []
+        decisions: list[PlannedDecision] = []
+        if book is not None:
+            annotations = read_annotations(archive, book, urls, round_numbers, problems, users)
+            decisions = read_decisions(archive, book, urls, round_numbers, problems, users)
+        problems.raise_if_any()
+        assert book is not None
+        with transaction.atomic():
+            user_map, placeholders = users_for(users)
+            study = Study.objects.create(
+                slug=slug,
+                name=study_data["name"],
+                description=study_data.get("description") or "",
+                overlap=study_data["overlap"],
+                consolidation_rule=study_data["consolidation_rule"],
+                show_annotator_names=study_data["show_annotator_names"],
+                require_rationale_on_override=study_data["require_rationale_on_override"],
+                reveal_labels_after_decision=study_data["reveal_labels_after_decision"],
+                created_by=actor,
+            )
+            Membership.objects.bulk_create(
+                Membership(study=study, user=user_map[name], role=role)
+                for name, role in sorted(members.items())
+            )
+            say("Writing the codebook…")
+            categories = write_codebook(study, book, user_map)
+            category_ids = {book.ids[key]: c.pk for key, c in categories.items()}
+            dimension_ids = dict(Dimension.objects.filter(codebook__study=study).values_list("key", "id"))
+            say("Writing the items…")
+            screening: dict[str, tuple[str, str, str]] = {}
+            upsert_records(study, item_records(archive, screening))
+            item_ids = dict(Item.objects.filter(study=study).values_list("url", "id"))
+            if len(item_ids) != len(urls):  # the checks above make this impossible; never half-import
+                raise PackageError([f"items.jsonl: {len(urls)} items read but {len(item_ids)} stored"])
+            write_screening(study, screening, user_map)
+            say("Rendering the items' bodies…")
+            render_pending(study)
+            say("Writing rounds, annotations and decisions…")
+            round_ids = write_rounds(study, rounds, item_ids, user_map)
+            annotation_ids = write_annotations(
+                study,
+                annotations,
+                item_ids,
+                round_ids,
+                dimension_ids,
+                category_ids,
+                user_map,
+                book.index.version,
+            )
+            write_decisions(
+                study, decisions, item_ids, round_ids, dimension_ids, category_ids, user_map, annotation_ids
+            )
+            decided = {item_ids[d.url] for d in decisions}
+            undecided = sorted({item_ids[a.url] for a in annotations} - decided)
+            say("Bringing the review state of undecided items up to date…")
+            consolidate_items(undecided)
+    result = ImportedStudy(
+        study=study,
+        items=len(item_ids),
+        rounds=len(rounds),
+        annotations=sum(1 for a in annotations if a.status == "submitted"),
+        decisions=len(decisions),
+        codebook_version=book.index.version,
+        placeholders=tuple(placeholders),
+    )
+    say(result.summary())
+    return result
+
+
+__all__ = ["ImportedStudy", "PackageError", "import_study"]

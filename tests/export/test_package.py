@@ -1,0 +1,251 @@
+"""The replication package: its files, determinism, and import_study (round trip and refusals)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from apps.accounts.models import Membership, Study, User
+from apps.adjudication.models import Decision, DecisionValue, Review, ReviewState
+from apps.annotation.models import Annotation, Assignment, LabelValue, Round
+from apps.corpus.models import Item
+from apps.export.package import DATASET_FILES, MANIFEST, PackageError, build_package, import_study
+from apps.taxonomy.models import Category, Codebook, CodebookChange, CodebookVersion
+from apps.taxonomy.services import merge_category, rename_category
+
+pytestmark = pytest.mark.django_db
+
+
+def package(study: Study, path: Path) -> Path:
+    build_package(study, path)
+    return path
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def repack(source: Path, target: Path, changes: dict[str, bytes], *, fix_checksums: bool = True) -> Path:
+    """Copy a package with some files replaced; with `fix_checksums` the manifest is updated to match."""
+    files = {**members(source), **changes}
+    manifest = json.loads(files[MANIFEST])
+    if fix_checksums:
+        for name in changes:
+            if name != MANIFEST:
+                manifest["files"][name] = {"sha256": hashlib.sha256(files[name]).hexdigest(), "bytes": 0}
+        files[MANIFEST] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return target
+
+
+def counts() -> tuple[int, ...]:
+    return (
+        Study.objects.count(),
+        User.objects.count(),
+        Item.objects.count(),
+        Codebook.objects.count(),
+        Category.objects.count(),
+        Round.objects.count(),
+        Annotation.objects.count(),
+        Decision.objects.count(),
+    )
+
+
+def test_the_package_holds_every_file_with_its_checksum(labelled: Study, tmp_path: Path) -> None:
+    files = members(package(labelled, tmp_path / "p.zip"))
+    assert sorted(files) == sorted(["README.md", MANIFEST, *DATASET_FILES])
+    manifest = json.loads(files[MANIFEST])
+    assert manifest["format"] == "taxonomist-replication-package"
+    assert set(manifest["files"]) == set(files) - {MANIFEST}
+    for name, entry in manifest["files"].items():
+        assert entry["sha256"] == hashlib.sha256(files[name]).hexdigest()
+        assert entry["bytes"] == len(files[name])
+    assert manifest["counts"] == {"items": 5, "decided_items": 3, "findings": 4, "annotations": 5}
+
+
+def test_zip_entries_have_a_fixed_timestamp(labelled: Study, tmp_path: Path) -> None:
+    with zipfile.ZipFile(package(labelled, tmp_path / "p.zip")) as archive:
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_two_exports_of_the_same_data_are_byte_identical_but_for_the_manifest(
+    labelled: Study, tmp_path: Path
+) -> None:
+    first, second = package(labelled, tmp_path / "a.zip"), package(labelled, tmp_path / "b.zip")
+    a, b = members(first), members(second)
+    for name in ("README.md", *DATASET_FILES):
+        assert a[name] == b[name], name
+    del a[MANIFEST], b[MANIFEST]
+    assert a == b
+
+
+def test_the_package_holds_the_codebook_history_sampling_and_agreement(
+    labelled: Study, tmp_path: Path
+) -> None:
+    files = members(package(labelled, tmp_path / "p.zip"))
+    codebook = json.loads(files["codebook.json"])
+    assert codebook["version"] == 1
+    assert [d["key"] for d in codebook["codebook"]["dimensions"]] == ["type", "symptom", "fix"]
+    assert [v["number"] for v in codebook["versions"]] == [1]
+    sampling = json.loads(files["sampling.json"])
+    assert [(r["number"], r["seed"], r["method"], r["size"]) for r in sampling["rounds"]] == [
+        (1, 7, "uniform", 2),
+        (2, 8, "uniform", 2),
+    ]
+    agreement = json.loads(files["agreement.json"])
+    assert [r["round"] for r in agreement["rounds"]] == [1, 2]
+    assert agreement["rounds"][0]["dimensions"]["type"]["n_items"] == 2
+    assert agreement["rounds"][0]["dimensions"]["type"]["percent_agreement"] == 0.5
+    assert "| 1 (Pilot) | 2 | 2 | 4 | 0.500 |" in files["agreement.md"].decode()
+    readme = files["README.md"].decode()
+    for name in DATASET_FILES:
+        assert f"`{name}`" in readme
+
+
+def test_a_package_becomes_a_new_study_that_exports_the_same_files(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "original.zip")
+    result = import_study("ddp-copy", original)
+    copy = result.study
+    assert (result.items, result.rounds, result.annotations, result.decisions) == (5, 2, 5, 3)
+    again = package(copy, tmp_path / "again.zip")
+    a, b = members(original), members(again)
+    for name in DATASET_FILES:
+        assert a[name] == b[name], name
+    assert json.loads(b[MANIFEST])["study"] == "ddp-copy"
+
+
+def test_the_imported_study_keeps_who_decided_and_the_review_state(labelled: Study, tmp_path: Path) -> None:
+    copy = import_study("ddp-copy", package(labelled, tmp_path / "p.zip")).study
+    decision = Decision.objects.get(study=copy, item__url="https://stackoverflow.com/questions/2")
+    assert decision.decided_by is not None and decision.decided_by.username == "lena"
+    assert decision.provenance == "adjudicated"
+    assert decision.rationale == "=1+1 is how it reads, but it hangs"
+    assert decision.source_annotations.count() == 2
+    states = dict(Review.objects.filter(study=copy).values_list("item__url", "state"))
+    assert states["https://stackoverflow.com/questions/2"] == ReviewState.DECIDED
+    assert states["https://github.com/o/r/issues/4"] == ReviewState.ANNOTATING
+    assert Assignment.objects.filter(study=copy, status="open").count() == 1
+    memos = set(Annotation.objects.filter(assignment__study=copy).values_list("memo", flat=True))
+    assert memos == {"", "-1 looks odd", '=HYPERLINK("x")'}  # the CSV guard was undone
+    roles = dict(Membership.objects.filter(study=copy).values_list("user__username", "role"))
+    assert roles == {"alice": "annotator", "bob": "annotator", "lena": "lead", "olivia": "owner"}
+
+
+def test_codebook_history_and_merged_labels_survive_the_round_trip(
+    labelled: Study, tmp_path: Path, lead: User
+) -> None:
+    oom = Category.objects.get(dimension__codebook__study=labelled, key="oom")
+    hang = Category.objects.get(dimension__codebook__study=labelled, key="hang")
+    merge_category(oom, hang, actor=lead)
+    rename_category(hang, "Hang or timeout", actor=lead)
+    assert LabelValue.objects.filter(original_category=oom).exists()
+    original = package(labelled, tmp_path / "original.zip")
+    copy = import_study("ddp-copy", original).study
+    book = Codebook.objects.get(study=copy)
+    assert book.version == 3
+    assert list(CodebookVersion.objects.filter(codebook=book).values_list("number", flat=True)) == [1, 2, 3]
+    kinds = list(
+        CodebookChange.objects.filter(codebook=book).values_list("version", "kind", "actor__username")
+    )
+    assert (2, "merge", "lena") in kinds and (3, "rename", "lena") in kinds
+    merged = Category.objects.get(dimension__codebook=book, key="oom")
+    assert merged.status == "merged" and merged.merged_into is not None and merged.merged_into.key == "hang"
+    assert LabelValue.objects.filter(
+        finding__annotation__assignment__study=copy, original_category=merged
+    ).exists()
+    assert DecisionValue.objects.filter(finding__decision__study=copy, original_category=merged).exists()
+    again = members(package(copy, tmp_path / "again.zip"))
+    for name in DATASET_FILES:
+        assert members(original)[name] == again[name], name
+    assert '"original": "oom"' in again["dataset.json"].decode()
+
+
+def test_unknown_usernames_become_inactive_placeholders(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    Membership.objects.filter(user__username="olivia").delete()
+    User.objects.filter(username="olivia").update(username="olivia-renamed")
+    result = import_study("ddp-copy", original)
+    assert result.placeholders == ("olivia",)
+    olivia = User.objects.get(username="olivia")
+    assert not olivia.is_active and not olivia.has_usable_password()
+    assert Decision.objects.get(study=result.study, item__url__endswith="/issues/3").decided_by == olivia
+    assert User.objects.get(username="lena").is_active
+
+
+def test_bodies_are_rendered_again_through_the_sanitizer(labelled: Study, tmp_path: Path) -> None:
+    Item.objects.filter(study=labelled, url__endswith="/issues/1").update(
+        body="Hello <script>alert(1)</script><img src=x onerror=alert(2)>",
+        body_html="<script>trusted?</script>",
+    )
+    copy = import_study("ddp-copy", package(labelled, tmp_path / "p.zip")).study
+    item = Item.objects.get(study=copy, url__endswith="/issues/1")
+    assert item.body.startswith("Hello <script>")
+    assert "<script" not in item.body_html and "onerror" not in item.body_html
+    assert item.rendered_at is not None
+
+
+def test_a_checksum_mismatch_is_refused_and_nothing_is_written(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    dataset = members(original)["dataset.csv"].replace(b"Segfault", b"Hang")
+    tampered = repack(original, tmp_path / "tampered.zip", {"dataset.csv": dataset}, fix_checksums=False)
+    before = counts()
+    with pytest.raises(PackageError, match=r"dataset\.csv: checksum mismatch: the manifest says"):
+        import_study("ddp-copy", tampered)
+    assert counts() == before
+
+
+def test_a_file_missing_from_the_manifest_is_refused(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    extra = repack(original, tmp_path / "extra.zip", {"notes.txt": b"hi"}, fix_checksums=False)
+    with pytest.raises(PackageError, match=r"notes\.txt: is in the zip but not in the manifest"):
+        import_study("ddp-copy", extra)
+
+
+def test_an_inconsistent_codebook_is_refused_and_nothing_is_written(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    codebook = json.loads(members(original)["codebook.json"])
+    codebook["categories"] = [c for c in codebook["categories"] if c["key"] != "hang"]
+    broken = repack(original, tmp_path / "broken.zip", {"codebook.json": json.dumps(codebook).encode()})
+    before = counts()
+    with pytest.raises(PackageError) as error:
+        import_study("ddp-copy", broken)
+    message = str(error.value)
+    assert "codebook.json.codebook: is inconsistent with the listed dimensions and categories" in message
+    assert counts() == before
+
+
+def test_labels_whose_path_disagrees_with_the_codebook_are_refused(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    dataset = members(original)["dataset.json"].replace(b'"path": "Hang"', b'"path": "Freeze"')
+    broken = repack(original, tmp_path / "broken.zip", {"dataset.json": dataset})
+    with pytest.raises(PackageError, match="the path 'Freeze' is not the path of 'hang'"):
+        import_study("ddp-copy", broken)
+
+
+def test_an_existing_slug_and_a_file_that_is_no_package_are_refused(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    with pytest.raises(PackageError, match="a study 'ddp' already exists"):
+        import_study("ddp", original)
+    not_zip = tmp_path / "notes.zip"
+    not_zip.write_text("hello")
+    with pytest.raises(PackageError, match="not a zip file"):
+        import_study("ddp-copy", not_zip)
+    with pytest.raises(PackageError, match="not a valid slug"):
+        import_study("no spaces", original)
+
+
+def test_a_study_without_codebook_or_items_round_trips(study: Study, tmp_path: Path) -> None:
+    original = package(study, tmp_path / "empty.zip")
+    result = import_study("empty-copy", original)
+    assert (result.items, result.decisions, result.codebook_version) == (0, 0, 0)
+    again = members(package(result.study, tmp_path / "again.zip"))
+    for name in DATASET_FILES:
+        assert members(original)[name] == again[name], name
+    assert again["dataset.csv"] == b"url,title,source,round,finding,provenance,decided_by,rationale\n"
