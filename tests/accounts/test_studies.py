@@ -37,7 +37,13 @@ def test_outsider_gets_404_for_foreign_study(client: Client, study: Study, outsi
 def test_annotator_cannot_open_lead_pages(client: Client, study: Study, annotator_a: User) -> None:
     login(client, annotator_a)
     assert client.get(reverse("adjudication:study-detail", args=[study.slug])).status_code == 200
-    for name in ["accounts:members", "corpus:import", "adjudication:queue", "export:export", "agreement:dashboard"]:
+    for name in [
+        "accounts:members",
+        "corpus:import",
+        "adjudication:queue",
+        "export:export",
+        "agreement:dashboard",
+    ]:
         assert client.get(reverse(name, args=[study.slug])).status_code == 403, name
 
 
@@ -61,7 +67,9 @@ def test_lead_adds_a_new_annotator_with_a_password(client: Client, study: Study,
 
 def test_lead_cannot_appoint_an_owner(client: Client, study: Study, lead: User, annotator_a: User) -> None:
     login(client, lead)
-    response = client.post(reverse("accounts:members", args=[study.slug]), {"username": "alice", "role": "owner"})
+    response = client.post(
+        reverse("accounts:members", args=[study.slug]), {"username": "alice", "role": "owner"}
+    )
     assert response.status_code == 200
     assert b"Only an owner" in response.content
     assert Membership.objects.get(study=study, user=annotator_a).role == Role.ANNOTATOR
@@ -70,7 +78,8 @@ def test_lead_cannot_appoint_an_owner(client: Client, study: Study, lead: User, 
 def test_weak_password_for_new_member_is_refused(client: Client, study: Study, lead: User) -> None:
     login(client, lead)
     response = client.post(
-        reverse("accounts:members", args=[study.slug]), {"username": "dave", "role": "annotator", "password": "123"}
+        reverse("accounts:members", args=[study.slug]),
+        {"username": "dave", "role": "annotator", "password": "123"},
     )
     assert b"Password for" in response.content
     assert not User.objects.filter(username="dave").exists()
@@ -80,7 +89,13 @@ def test_creating_a_study_in_the_browser_makes_the_creator_owner(client: Client,
     login(client, outsider)
     response = client.post(
         reverse("accounts:study-list"),
-        {"name": "New", "slug": "new-study", "overlap": 2, "consolidation_rule": "unanimous", "description": ""},
+        {
+            "name": "New",
+            "slug": "new-study",
+            "overlap": 2,
+            "consolidation_rule": "unanimous",
+            "description": "",
+        },
     )
     assert response.status_code == 302
     assert Membership.objects.get(study__slug="new-study", user=outsider).role == Role.OWNER
@@ -103,7 +118,9 @@ def test_last_owner_cannot_be_demoted(study: Study, owner: User) -> None:
 
 def test_create_study_and_add_member_commands(db: None, capsys: pytest.CaptureFixture[str]) -> None:
     call_command("create_study", "s1", "--name", "S one", "--overlap", "3")
-    call_command("add_member", "s1", "zoe", "--role", "lead", "--create", "--password", "a-long-enough-passphrase")
+    call_command(
+        "add_member", "s1", "zoe", "--role", "lead", "--create", "--password", "a-long-enough-passphrase"
+    )
     study = Study.objects.get(slug="s1")
     assert study.overlap == 3
     assert Membership.objects.get(study=study, user__username="zoe").role == Role.LEAD

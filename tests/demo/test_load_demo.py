@@ -44,7 +44,10 @@ def test_load_demo_builds_the_tosem23_study_from_real_labels() -> None:
     assert not real.exclude(body="").exists(), "no text is ever invented for a real URL"
     examples = Item.objects.filter(study=study, url__startswith="https://example.org/")
     assert all(i.title.startswith("Example —") for i in examples)
-    assert Review.objects.filter(study=study, state=ReviewState.DISAGREEMENT).count() == status["disagreements_open"]
+    assert (
+        Review.objects.filter(study=study, state=ReviewState.DISAGREEMENT).count()
+        == status["disagreements_open"]
+    )
 
 
 def test_load_demo_twice_changes_nothing() -> None:
