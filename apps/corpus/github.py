@@ -107,8 +107,15 @@ def is_issue_object(data: Mapping[str, Any]) -> bool:
 
 
 def is_pull_request(issue: Mapping[str, Any]) -> bool:
-    """GitHub returns pull requests among issues, marked by a ``pull_request`` key."""
-    return issue.get("pull_request") is not None
+    """GitHub returns pull requests among issues, marked by a ``pull_request`` object with URLs.
+
+    The 2012-era API put a ``pull_request`` stub with null URLs on *every* issue, so the key alone
+    does not make a pull request: one of its URLs must be set.
+    """
+    marker = issue.get("pull_request")
+    if not isinstance(marker, Mapping):
+        return marker is not None
+    return any(marker.get(k) for k in ("html_url", "url", "diff_url", "patch_url"))
 
 
 def _login(user: object) -> str:

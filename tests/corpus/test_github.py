@@ -507,3 +507,13 @@ def test_the_samples_are_not_mutated_by_conversion() -> None:
     before = copy.deepcopy(issue)
     issue_to_record(issue)
     assert issue == before
+
+
+def test_old_api_pull_request_stubs_with_null_urls_are_issues_not_pull_requests() -> None:
+    from apps.corpus.github import is_pull_request
+
+    stub = {"number": 30, "pull_request": {"patch_url": None, "diff_url": None, "html_url": None}}
+    real = {"number": 31, "pull_request": {"html_url": "https://github.com/o/r/pull/31"}}
+    assert not is_pull_request(stub)
+    assert is_pull_request(real)
+    assert not is_pull_request({"number": 32})
