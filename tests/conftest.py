@@ -42,3 +42,15 @@ def outsider(db: None) -> User:
 def login(client: Client, user: User) -> Client:
     client.force_login(user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _replace_dead_database_connections() -> None:
+    """Some tests kill PostgreSQL backends (tests/reliability) or leave live-server threads behind; a
+    connection the server closed must not fail the next test's setup. Outside a transaction, an
+    unusable connection is closed so Django opens a fresh one on first use."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
+            conn.close()
