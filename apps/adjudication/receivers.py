@@ -10,14 +10,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from apps.annotation.models import Annotation
+from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category
 
 from . import services
 
 
 def on_annotation_submitted(sender: object, *, annotation: Annotation, item_id: int, **kwargs: Any) -> None:
-    """An annotation was submitted or edited: the item may now be complete, agree, or disagree again."""
-    services.consolidate_item(item_id)
+    """An annotation was submitted or edited: the item may now be complete, agree, or disagree again.
+
+    The sender's codebook `index`, when given, is reused (it holds the codebook row share-locked)."""
+    index = kwargs.get("index")
+    services.consolidate_item(item_id, index=index if isinstance(index, CodebookIndex) else None)
 
 
 def on_categories_merged(sender: object, *, source: Category, target: Category, **kwargs: Any) -> None:

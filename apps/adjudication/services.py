@@ -66,6 +66,7 @@ def consolidate_item(
     *,
     remap: Mapping[int, int] | None = None,
     label_remap: Mapping[int, int] | None = None,
+    index: CodebookIndex | None = None,
 ) -> Review | None:
     """Bring the item's Review (and automatic decision) up to date with its annotations.
 
@@ -75,6 +76,7 @@ def consolidate_item(
     disagreement. A decision made by a lead or imported is never replaced here: the Review stays
     ``decided``. An automatic decision whose annotations no longer agree is withdrawn (kept, not current).
     `remap` / `label_remap` let a codebook change in progress count as done (see `queries.item_labels`).
+    `index`, the study's current codebook when the caller already holds it, saves reading it again.
     Returns the Review, or None for an item with neither assignments nor decisions.
     """
     with transaction.atomic():
@@ -85,10 +87,8 @@ def consolidate_item(
         current = Decision.objects.filter(item=item, is_current=True).first()
         if labels.round_id is None and current is None:
             return None
-        review, created = Review.objects.select_for_update().get_or_create(
-            item=item, defaults={"study_id": item.study_id, "round_id": labels.round_id}
-        )
-        dimensions: list[str] = list(review.disagreeing_dimensions or [])
+        review = Review.objects.select_for_update().filter(item=item).first()
+        dimensions: list[str] = list(review.disagreeing_dimensions or []) if review else []
         if current is not None and current.provenance not in AUTOMATIC:
             state = ReviewState.DECIDED
         elif not labels.complete:
@@ -107,13 +107,43 @@ def consolidate_item(
                     and same_labels(decision_findings(current, remap=labels.follow), gold)
                 )
                 if not unchanged:
-                    _record(item, gold, provenance, labels, previous=current, actor=None, rationale="")
+                    _record(
+                        item,
+                        gold,
+                        provenance,
+                        labels,
+                        previous=current,
+                        actor=None,
+                        rationale="",
+                        index=index,
+                    )
                 state = ReviewState.DECIDED
             else:
                 if current is not None:
                     _withdraw(current)
                 state = ReviewState.DISAGREEMENT
-        _save_review(review, state, dimensions, labels.round_id, force=created)
+        if review is None:
+            return _create_review(item, state, dimensions, labels.round_id)
+        _save_review(review, state, dimensions, labels.round_id)
+        return review
+
+
+def _create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
+    """The item's first Review, written with its state in one insert (the item row is locked)."""
+    try:
+        with transaction.atomic():
+            return Review.objects.create(
+                item=item,
+                study_id=item.study_id,
+                round_id=round_id,
+                state=state,
+                disagreeing_dimensions=dimensions,
+                updated_at=timezone.now(),
+            )
+    except IntegrityError:
+        # Only without row locks (SQLite) can another transaction have created it since our read.
+        review = Review.objects.select_for_update().get(item=item)
+        _save_review(review, state, dimensions, round_id, force=True)
         return review
 
 

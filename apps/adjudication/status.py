@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q
@@ -14,12 +16,42 @@ from apps.taxonomy.models import Codebook
 from .models import Decision, Provenance, Review, ReviewState
 
 
-def study_status(study: Study) -> dict[str, Any]:
-    """The DESIGN.md §4 status object; a constant number of queries whatever the study's size."""
-    assignments = Assignment.objects.filter(study=study).aggregate(
-        open=Count("id", filter=Q(status=AssignmentStatus.OPEN)),
-        submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)),
+@dataclass(frozen=True)
+class AssignmentCount:
+    """How many of the study's assignments have one annotator, round and status."""
+
+    annotator: str
+    round_id: int
+    status: str
+    n: int
+
+
+def assignment_counts(study: Study) -> list[AssignmentCount]:
+    """The study's assignments counted by annotator, round and status, in annotator order: one scan of
+    the assignments, from which `study_status`, `progress_by_annotator` and `progress_by_round` can all
+    be computed (the overview page would otherwise scan them three times, docs/performance.md)."""
+    rows = (
+        Assignment.objects.filter(study=study)
+        .values_list("annotator__username", "round_id", "status")
+        .annotate(n=Count("id"))
+        .order_by("annotator__username")
     )
+    return [AssignmentCount(*row) for row in rows]
+
+
+def study_status(study: Study, counts: Sequence[AssignmentCount] | None = None) -> dict[str, Any]:
+    """The DESIGN.md §4 status object; a constant number of queries whatever the study's size.
+    `counts` (from `assignment_counts`), when the caller has them, spare a scan of the assignments."""
+    if counts is None:
+        assignments = Assignment.objects.filter(study=study).aggregate(
+            open=Count("id", filter=Q(status=AssignmentStatus.OPEN)),
+            submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)),
+        )
+    else:
+        assignments = {
+            key: sum(c.n for c in counts if c.status == status)
+            for key, status in (("open", AssignmentStatus.OPEN), ("submitted", AssignmentStatus.SUBMITTED))
+        }
     by_provenance = dict(
         Decision.objects.filter(study=study, is_current=True)
         .values_list("provenance")
@@ -37,17 +69,19 @@ def study_status(study: Study) -> dict[str, Any]:
     }
 
 
-def progress_by_annotator(study: Study) -> list[dict[str, Any]]:
-    """Per annotator: assigned, submitted and open items over all rounds."""
-    rows = (
-        Assignment.objects.filter(study=study)
-        .values("annotator__username")
-        .annotate(
-            total=Count("id"),
-            submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)),
+def progress_by_annotator(
+    study: Study, counts: Sequence[AssignmentCount] | None = None
+) -> list[dict[str, Any]]:
+    """Per annotator, in username order: assigned, submitted and open items over all rounds."""
+    per_annotator: dict[str, dict[str, Any]] = {}
+    for c in assignment_counts(study) if counts is None else counts:
+        row = per_annotator.setdefault(
+            c.annotator, {"annotator__username": c.annotator, "total": 0, "submitted": 0}
         )
-        .order_by("annotator__username")
-    )
+        row["total"] += c.n
+        if c.status == AssignmentStatus.SUBMITTED:
+            row["submitted"] += c.n
+    rows = per_annotator.values()
     return [
         {
             "annotator": r["annotator__username"],
@@ -60,33 +94,32 @@ def progress_by_annotator(study: Study) -> list[dict[str, Any]]:
     ]
 
 
-def progress_by_round(study: Study) -> list[dict[str, Any]]:
-    """Per round: items, assignments and submitted assignments. Three grouped queries: counting both
-    relations in one query joins every round item with every assignment of its round (69 s for a study
-    of 10,000 items, docs/performance.md)."""
+def progress_by_round(study: Study, counts: Sequence[AssignmentCount] | None = None) -> list[dict[str, Any]]:
+    """Per round: items, assignments and submitted assignments. Three grouped queries (two with `counts`
+    from `assignment_counts`): counting both relations in one query joins every round item with every
+    assignment of its round (69 s for a study of 10,000 items, docs/performance.md)."""
     items = dict(
         RoundItem.objects.filter(round__study=study)
         .values_list("round_id")
         .annotate(n=Count("id"))
         .values_list("round_id", "n")
     )
-    work = {
-        r["round_id"]: r
-        for r in Assignment.objects.filter(study=study)
-        .values("round_id")
-        .annotate(total=Count("id"), done=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)))
-        .order_by()
-    }
+    work: dict[int, dict[str, int]] = {}
+    for c in assignment_counts(study) if counts is None else counts:
+        counted = work.setdefault(c.round_id, {"total": 0, "done": 0})
+        counted["total"] += c.n
+        if c.status == AssignmentStatus.SUBMITTED:
+            counted["done"] += c.n
     out = []
     for r in Round.objects.filter(study=study).order_by("number"):
-        counts = work.get(r.pk, {"total": 0, "done": 0})
+        tally = work.get(r.pk, {"total": 0, "done": 0})
         out.append(
             {
                 "round": r,
                 "items": items.get(r.pk, 0),
-                "assignments": counts["total"],
-                "submitted": counts["done"],
-                "percent": round(100 * counts["done"] / counts["total"]) if counts["total"] else 0,
+                "assignments": tally["total"],
+                "submitted": tally["done"],
+                "percent": round(100 * tally["done"] / tally["total"]) if tally["total"] else 0,
             }
         )
     return out

@@ -43,18 +43,20 @@ from .queries import (
 )
 from .services import AdjudicationError, DecisionConflict, claim, decide
 from .sheet import Block, Composed, DimensionInfo, Sheet, apply_action
-from .status import progress_by_annotator, progress_by_round, study_status
+from .status import assignment_counts, progress_by_annotator, progress_by_round, study_status
 
 
 @login_required
 @require_GET
 def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug)
-    status = study_status(study)
+    # A lead sees three tallies of the assignments: one scan of them serves all three.
+    counts = assignment_counts(study) if role in LEAD_ROLES else None
+    status = study_status(study, counts)
     ctx = study_context(study, role, "overview", status=status)
-    if role in LEAD_ROLES:
-        ctx["annotators"] = progress_by_annotator(study)
-        ctx["rounds"] = progress_by_round(study)
+    if counts is not None:
+        ctx["annotators"] = progress_by_annotator(study, counts)
+        ctx["rounds"] = progress_by_round(study, counts)
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     ctx["my_open"] = mine.filter(status=AssignmentStatus.OPEN).count()
     ctx["my_done"] = mine.filter(status=AssignmentStatus.SUBMITTED).count()

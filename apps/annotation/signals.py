@@ -2,5 +2,7 @@
 
 from django.dispatch import Signal
 
-# Sent inside the submitting transaction with `annotation` (an Annotation) and `item_id`.
+# Sent inside the submitting transaction with `annotation` (an Annotation) and `item_id`; a sender that
+# holds the study's codebook (share-locked, so current) may add it as `index` (a CodebookIndex) to spare
+# receivers reading it again.
 annotation_submitted = Signal()

@@ -131,7 +131,7 @@ def submit_annotation(
     return `changed=False` and write nothing; else create or replace the findings and label values,
     set submitted_at (first submission), updated_at, the codebook version and seconds spent (`seconds_spent`
     from the page, else the time since the annotation was started; an edit adds to it), clear the draft,
-    and send `annotation_submitted(sender=Annotation, annotation, item_id)` inside the transaction.
+    and send `annotation_submitted(sender=Annotation, annotation, item_id, index)` inside the transaction.
     """
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
@@ -171,8 +171,10 @@ def submit_annotation(
                     assignment, clean, user, codebook_version=codebook_version, seconds_spent=seconds_spent
                 )
         else:
-            annotation.findings.all().delete()
             if not created:
+                # Only a submission writes findings (submit, import), and submitted_at is never cleared:
+                # an annotation not yet submitted (a draft) has none to delete, so skip the query.
+                annotation.findings.all().delete()
                 spent = min(MAX_SECONDS_PER_ITEM * 10, (annotation.seconds_spent or 0) + spent)
             for name, value in fields.items():
                 setattr(annotation, name, value)
@@ -184,7 +186,9 @@ def submit_annotation(
         locked.status = AssignmentStatus.SUBMITTED
         locked.submitted_at = locked.submitted_at or now
         locked.save(update_fields=["status", "submitted_at"])
-        annotation_submitted.send(sender=Annotation, annotation=annotation, item_id=locked.item_id)
+        annotation_submitted.send(
+            sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
+        )
     return SubmitResult(annotation, created=created, changed=True)
 
 
