@@ -44,11 +44,11 @@ def login(client: Client, user: User) -> Client:
     return client
 
 
-@pytest.fixture(autouse=True)
-def _replace_dead_database_connections() -> None:
-    """Some tests kill PostgreSQL backends (tests/reliability) or leave live-server threads behind; a
-    connection the server closed must not fail the next test's setup. Outside a transaction, an
-    unusable connection is closed so Django opens a fresh one on first use."""
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Some tests kill PostgreSQL backends (tests/reliability); a connection the server closed must not
+    fail the next test's setup. Before any fixture runs, an unusable connection is closed so Django
+    opens a fresh one on first use."""
     from django.db import connections
 
     for conn in connections.all(initialized_only=True):
