@@ -55,8 +55,11 @@ run: demo
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO
 
+# tests/reliability kill PostgreSQL backends and worker processes on purpose: they run in a pytest
+# process of their own, so no other test inherits a connection they closed.
 test: install
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
+	$(BIN)/pytest -q -rs tests/reliability $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
