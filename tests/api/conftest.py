@@ -7,7 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.accounts.models import Study, User
-from tests.api.world import World, build_world
+from tests.api.world import World, isolated_world
 
 
 @pytest.fixture
@@ -21,9 +21,7 @@ def world(
     settings: Any,
     tmp_path: Path,
 ) -> World:
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    settings.UPLOAD_ROOT = tmp_path / "uploads"
-    return build_world(study, owner, lead, annotator_a, annotator_b, outsider)
+    return isolated_world(settings, tmp_path, study, owner, lead, annotator_a, annotator_b, outsider)
 
 
 @pytest.fixture

@@ -157,3 +157,10 @@ def add_jobs(world: World) -> World:
     world.extras["proposal"] = propose_category(symptom, "Deadlock", None, "seen twice", world.alice).category
     world.extras["alice_token"] = ApiToken.issue(world.alice, "laptop")[0]
     return world
+
+
+def isolated_world(settings: Any, tmp_path: Any, *people: Any) -> World:
+    """`build_world` with exports and uploads under the test's own temporary folder."""
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    settings.UPLOAD_ROOT = tmp_path / "uploads"
+    return build_world(*people)

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from apps.accounts.models import Study, User
-from tests.api.world import World, add_jobs, build_world
+from tests.api.world import World, add_jobs, isolated_world
 
 
 @pytest.fixture
@@ -20,6 +20,5 @@ def world(
     settings: Any,
     tmp_path: Path,
 ) -> World:
-    settings.EXPORT_ROOT = tmp_path / "exports"
-    settings.UPLOAD_ROOT = tmp_path / "uploads"
-    return add_jobs(build_world(study, owner, lead, annotator_a, annotator_b, outsider))
+    people = (study, owner, lead, annotator_a, annotator_b, outsider)
+    return add_jobs(isolated_world(settings, tmp_path, *people))
