@@ -127,4 +127,8 @@ class Review(models.Model):
     objects = ReviewQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["study", "state", "updated_at"], name="review_queue")]
+        indexes = [
+            models.Index(fields=["study", "state", "updated_at"], name="review_queue"),
+            # The queue's count per round reads this index alone (no table rows).
+            models.Index(fields=["study", "state", "round"], name="review_state_round"),
+        ]

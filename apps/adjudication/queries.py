@@ -17,8 +17,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, 
 from django.db.models.functions import Coalesce
 
 from apps.accounts.models import Study, User
-from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
+from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
 from apps.corpus.models import Item
+from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
 
 from .consolidation import PENDING, Findings
@@ -26,13 +27,23 @@ from .consolidation import Value as FindingValue
 from .models import Decision, DecisionValue, Review
 
 
-def merged_targets(study_id: int) -> dict[int, int]:
-    """Every merged category of the study → the active category its merges end in (chains followed)."""
-    rows = dict(
-        Category.objects.filter(
-            dimension__codebook__study_id=study_id, status=CategoryStatus.MERGED, merged_into__isnull=False
-        ).values_list("id", "merged_into_id")
-    )
+def merged_targets(study_id: int, *, index: CodebookIndex | None = None) -> dict[int, int]:
+    """Every merged category of the study → the active category its merges end in (chains followed).
+    Read from `index` (the study's current codebook) when given, else one query."""
+    if index is not None:
+        rows = {
+            c.id: c.merged_into_id
+            for c in index.categories.values()
+            if c.status == CategoryStatus.MERGED and c.merged_into_id is not None
+        }
+    else:
+        rows = dict(
+            Category.objects.filter(
+                dimension__codebook__study_id=study_id,
+                status=CategoryStatus.MERGED,
+                merged_into__isnull=False,
+            ).values_list("id", "merged_into_id")
+        )
     resolved: dict[int, int] = {}
     for start in rows:
         seen = {start}
@@ -80,12 +91,15 @@ def item_labels(
     *,
     remap: Mapping[int, int] | None = None,
     label_remap: Mapping[int, int] | None = None,
+    index: CodebookIndex | None = None,
+    complete_only: bool = False,
 ) -> ItemLabels:
     """Load the item's labels in four queries (assignments, merged categories, label values, findings).
 
     `remap` maps category ids to the ids they now stand for (a merge in progress, before the label rows
     moved); `label_remap` does the same per LabelValue id (a split). Merged categories always follow
-    their merge.
+    their merge. With `index` (the study's current codebook) the merged categories are read from it; with
+    `complete_only`, an item whose round is not all submitted gets no findings (one query in all).
     """
     assignments = list(
         Assignment.objects.filter(item=item)
@@ -103,7 +117,9 @@ def item_labels(
         and hasattr(a, "annotation")
         and a.annotation.submitted_at is not None
     ]
-    follow = merged_targets(item.study_id)
+    if complete_only and len(annotations) < len(in_round):
+        return ItemLabels(item, round_id, assignments=in_round, annotations=annotations)
+    follow = merged_targets(item.study_id, index=index)
     follow.update(remap or {})
     per_annotation: dict[int, dict[int, dict[str, FindingValue]]] = {a.pk: {} for a in annotations}
     rows = LabelValue.objects.filter(finding__annotation__in=[a.pk for a in annotations]).values_list(
@@ -255,17 +271,35 @@ def queue_page(
 
 
 def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
-    """Open disagreements per round as (round id, label, count), in round order (one query)."""
-    rows = (
+    """Open disagreements per round as (round id, label, count), in round order (two queries; the count
+    reads the `review_state_round` index only)."""
+    counts = dict(
         Review.objects.open_disagreements()
         .filter(study=study)
-        .values_list("round_id", "round__number", "round__name")
-        .annotate(n=Count("item_id"))
-        .order_by("round__number")
+        .order_by()
+        .values_list("round_id")
+        .annotate(n=Count("*"))
+        .values_list("round_id", "n")
     )
+    rounds = {pk: (number, name) for pk, number, name in Round.objects.filter(pk__in=[r for r in counts if r])
+              .values_list("pk", "number", "name")}  # fmt: skip
+    rows = sorted(counts.items(), key=lambda kv: (kv[0] is None, rounds.get(kv[0] or 0, (0, ""))[0]))
+    out: list[tuple[int | None, str, int]] = []
+    for round_id, n in rows:
+        number, name = rounds.get(round_id or 0, (None, ""))
+        out.append((round_id, name or (f"Round {number}" if number is not None else "No round"), n))
+    return out
+
+
+def annotators_of(study: Study) -> list[tuple[int, str]]:
+    """Everyone who has an assignment in the study, by username, as (id, display name). One query that
+    probes the assignments once per user instead of reading all of the study's assignments."""
+    has_work = Assignment.objects.filter(study=study, annotator=OuterRef("pk"))
     return [
-        (round_id, name or (f"Round {number}" if number is not None else "No round"), n)
-        for round_id, number, name, n in rows
+        (pk, name or username)
+        for pk, username, name in User.objects.filter(Exists(has_work))
+        .order_by("username")
+        .values_list("pk", "username", "display_name")
     ]
 
 

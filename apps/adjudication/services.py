@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -79,11 +79,12 @@ def consolidate_item(
     `index`, the study's current codebook when the caller already holds it, saves reading it again.
     Returns the Review, or None for an item with neither assignments nor decisions.
     """
-    with transaction.atomic():
+    # No savepoint when nested (a submission): an error here fails the caller's whole transaction anyway.
+    with transaction.atomic(savepoint=False):
         item = Item.objects.select_for_update().select_related("study").filter(pk=item_id).first()
         if item is None:
             return None
-        labels = item_labels(item, remap=remap, label_remap=label_remap)
+        labels = item_labels(item, remap=remap, label_remap=label_remap, index=index, complete_only=True)
         current = Decision.objects.filter(item=item, is_current=True).first()
         if labels.round_id is None and current is None:
             return None
@@ -130,16 +131,19 @@ def consolidate_item(
 
 def _create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
     """The item's first Review, written with its state in one insert (the item row is locked)."""
+    fields = {
+        "item": item,
+        "study_id": item.study_id,
+        "round_id": round_id,
+        "state": state,
+        "disagreeing_dimensions": dimensions,
+        "updated_at": timezone.now(),
+    }
+    if connection.vendor == "postgresql":  # the item's row lock keeps every other writer of it waiting
+        return Review.objects.create(**fields)
     try:
         with transaction.atomic():
-            return Review.objects.create(
-                item=item,
-                study_id=item.study_id,
-                round_id=round_id,
-                state=state,
-                disagreeing_dimensions=dimensions,
-                updated_at=timezone.now(),
-            )
+            return Review.objects.create(**fields)
     except IntegrityError:
         # Only without row locks (SQLite) can another transaction have created it since our read.
         review = Review.objects.select_for_update().get(item=item)
@@ -221,7 +225,11 @@ def _record(
         for category_id in sorted(ids)
     )
     if labels.annotations:
-        decision.source_annotations.set(labels.annotations)
+        # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
+        through = Decision.source_annotations.through
+        through.objects.bulk_create(
+            [through(decision_id=decision.pk, annotation_id=a.pk) for a in dict.fromkeys(labels.annotations)]
+        )
     return decision
 
 

@@ -18,7 +18,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from apps.accounts.models import User
 from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.annotation.models import Assignment, AssignmentStatus, Round
 from apps.annotation.payload import value_field
@@ -74,13 +73,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug, lead=True)
     index = CodebookIndex.for_study(study)
     rounds = list(Round.objects.filter(study=study).values_list("pk", "number", "name"))
-    annotators = [
-        (pk, name or username)
-        for pk, username, name in User.objects.filter(assignments__study=study)
-        .distinct()
-        .order_by("username")
-        .values_list("pk", "username", "display_name")
-    ]
+    annotators = queries.annotators_of(study)
     form = QueueFilterForm(
         request.GET or None,
         index=index,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
@@ -47,6 +48,23 @@ class ItemQuerySet(models.QuerySet["Item"]):
     def unrendered(self) -> ItemQuerySet:
         return self.filter(rendered_at__isnull=True)
 
+    # Keyset pages: a row comparison on (study, id), which only the `item_study_keyset` index serves, so
+    # the database starts where the page begins instead of walking the primary key past other studies.
+
+    def after_id(self, study: Study, after: int) -> ItemQuerySet:
+        """The study's items with an id above `after`, in id order."""
+        key = Tuple(models.F("study_id"), models.F("id"))
+        return self.filter(TupleGreaterThan(key, (study.pk, after))).order_by("study_id", "id")
+
+    def before_id(self, study: Study, before: int) -> ItemQuerySet:
+        """The study's items with an id below `before`, in descending id order."""
+        key = Tuple(models.F("study_id"), models.F("id"))
+        return self.filter(TupleLessThan(key, (study.pk, before))).order_by("-study_id", "-id")
+
+    def count_upto(self, study: Study, cap: int) -> int:
+        """How many of the study's items match, counting no further than `cap` + 1."""
+        return self.after_id(study, 0).order_by()[: cap + 1].count()
+
 
 class Item(models.Model):
     """One mined issue or post. Identified in a study by its canonical URL.
@@ -88,6 +106,8 @@ class Item(models.Model):
             models.Index(fields=["study", "source", "external_id"], name="item_source_extid"),
             models.Index(fields=["study", "relevance"], name="item_relevance"),
             models.Index(fields=["study", "rendered_at"], name="item_rendered"),
+            # Keyset pages of a study's items: `(study_id, id) > (s, after)` starts exactly at the page.
+            models.Index(fields=["study", "id"], name="item_study_keyset"),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -30,6 +31,7 @@ from .screening import PRESETS
 from .services import ensure_rendered, resend_import, restart_import, submit_import
 
 PAGE_SIZE = 50
+COUNT_CAP = 1000  # the item list counts matches up to here, then says "1,000+"
 HISTORY_SIZE = 50
 QUEUE_PATIENCE = timedelta(seconds=30)
 
@@ -42,7 +44,9 @@ QUEUE_PATIENCE = timedelta(seconds=30)
 def item_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Items of the study, filtered, in id order, by keyset pages (`after` / `before` an id).
 
-    A page costs the same queries wherever it is in a 100,000-item study: one count, one page.
+    A page costs the same wherever it is in a 100,000-item study: the page starts on the
+    `item_study_keyset` index exactly where it begins, and the count stops at `COUNT_CAP` (shown as
+    "1,000+"), so neither walks the whole study.
     """
     study, role = access_study(request.user, slug)
     form = ItemFilterForm(request.GET)
@@ -56,15 +60,15 @@ def item_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         items = items.filter(relevance=filters["relevance"])
     if filters.get("roundless"):
         items = items.filter(round_items__isnull=True)
-    total = items.count()
+    total = items.count_upto(study, COUNT_CAP)
     page_items = items.only("id", "url", "title", "source", "relevance", "created_at", "tags")
     after, before = _int_param(request, "after"), _int_param(request, "before")
     if before is not None:
-        rows = list(page_items.filter(id__lt=before).order_by("-id")[: PAGE_SIZE + 1])
+        rows = list(page_items.before_id(study, before)[: PAGE_SIZE + 1])
         has_prev, has_next = len(rows) > PAGE_SIZE, True
         page = rows[:PAGE_SIZE][::-1]
     else:
-        rows = list(page_items.filter(id__gt=after or 0).order_by("id")[: PAGE_SIZE + 1])
+        rows = list(page_items.after_id(study, after or 0)[: PAGE_SIZE + 1])
         has_prev, has_next = bool(after), len(rows) > PAGE_SIZE
         page = rows[:PAGE_SIZE]
     ctx = study_context(
@@ -73,7 +77,9 @@ def item_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "items",
         form=form,
         items=page,
-        total=total,
+        total=min(total, COUNT_CAP),
+        more=total > COUNT_CAP,
+        item_url=reverse("corpus:item-detail", args=[study.slug, 0]).removesuffix("0/"),
         next_after=page[-1].id if has_next and page else None,
         prev_before=page[0].id if has_prev and page else None,
     )

@@ -27,12 +27,46 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import connection
+
 from .codebook_spec import CategorySpec, CodebookSpec, DimensionSpec, codebook_to_data
 from .models import Category, CategoryStatus, Codebook, Dimension
 from .tree import PATH_SEPARATOR, CategoryTree, Node
 
 if TYPE_CHECKING:
     from apps.accounts.models import Study
+
+
+# Indexes already read in this process, by codebook row state. Every change the services make to a
+# codebook's dimensions or categories raises `Codebook.version` (a change set) or touches its `updated_at`
+# (a proposal), and a restored study has a new codebook row, so a key names one committed content. Two
+# guards keep uncommitted content out: a transaction that writes a codebook (`note_codebook_write`, called
+# by the services before they write and by the models' post_save / post_delete) reads around the cache
+# until it ends, and every such write empties the cache. Indexes are never mutated after construction
+# except for memoised lookups, which are deterministic.
+_CACHE: dict[tuple[Any, ...], CodebookIndex] = {}
+_CACHE_SIZE = 64
+_WRITING = "taxonomy_codebook_written"  # attribute on the (thread-local) connection
+
+
+def _cache_key(book: Codebook) -> tuple[Any, ...]:
+    return (book.pk, book.version, book.updated_at, book.name)
+
+
+def note_codebook_write(**_: Any) -> None:
+    """This transaction writes a codebook: forget every cached index, and read around the cache until
+    the transaction ends (a rollback would otherwise leave its content cached under a committed key)."""
+    _CACHE.clear()
+    if connection.in_atomic_block:
+        setattr(connection, _WRITING, True)
+
+
+def _cache_usable() -> bool:
+    if getattr(connection, _WRITING, False):
+        if connection.in_atomic_block:
+            return False
+        setattr(connection, _WRITING, False)
+    return True
 
 
 class UnknownDimensionError(LookupError):
@@ -99,6 +133,9 @@ class CodebookIndex:
         self.codebook_id = codebook_id
         self.name = name
         self.version = version
+        # Structures other apps derive from this index (e.g. labelling's payload schema), built once
+        # per index; they live as long as the index does in the cache.
+        self.memo: dict[str, object] = {}
         every = sorted(dimensions, key=lambda d: (d.position, d.id))
         self._dimensions_by_id = {d.id: d for d in every}
         self._dimensions_by_key = {d.key: d for d in every}
@@ -139,7 +176,22 @@ class CodebookIndex:
 
     @classmethod
     def for_codebook(cls, book: Codebook) -> CodebookIndex:
-        """The codebook as currently stored (two queries: dimensions, then categories)."""
+        """The codebook as currently stored: from this process's cache when the row's version and
+        `updated_at` are those it was read at, else two queries (dimensions, then categories)."""
+        if not _cache_usable():
+            return cls._read(book)
+        key = _cache_key(book)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        index = cls._read(book)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = index
+        return index
+
+    @classmethod
+    def _read(cls, book: Codebook) -> CodebookIndex:
         dimension_rows = list(
             Dimension.objects.filter(codebook=book).values(
                 "id",

@@ -354,3 +354,18 @@ def test_screening_marks_items_and_needs_a_reason_for_irrelevant(
         lead,
     )
     assert client.get(reverse("annotation:screening", args=[study.slug])).status_code == 200
+
+
+def test_next_follows_round_numbers_not_the_order_rounds_were_created_in(
+    client: Client, study: Study, annotator_a: User, items: list[Item]
+) -> None:
+    later = make_round(study, 2, [items[0]], {annotator_a: [items[0]]})
+    earlier = make_round(study, 1, [items[1], items[2]], {annotator_a: [items[2], items[1]]})
+    login(client, annotator_a)
+
+    def next_location() -> str:
+        return client.get(reverse("annotation:next", args=[study.slug]))["Location"]
+
+    assert next_location().endswith(f"/label/{_mine(earlier, annotator_a, items[2]).pk}/")  # position 0
+    Assignment.objects.filter(round=earlier).update(status=AssignmentStatus.SUBMITTED)
+    assert next_location().endswith(f"/label/{_mine(later, annotator_a, items[0]).pk}/")

@@ -383,3 +383,41 @@ def test_a_job_nobody_picked_up_says_a_worker_is_needed(client: Client, study: S
         in client.get(url("import-job", job.pk), **HTMX).content.decode()
     )
     assert "No worker" not in client.get(url("import-job", fresh.pk), **HTMX).content.decode()
+
+
+def test_item_list_pages_skip_the_items_of_other_studies(client: Client, study: Study, lead: User) -> None:
+    other = Study.objects.create(slug="other", name="Other study")
+    mine, theirs = [], []
+    for n in range(1, 61):  # interleaved ids: every page must still hold this study's items only
+        mine.append(ItemFactory(study=study, url=f"https://example.org/mine/{n}").id)
+        theirs.append(ItemFactory(study=other, url=f"https://example.org/theirs/{n}").id)
+    login(client, lead)
+
+    first = client.get(url("item-list"))
+    second = client.get(url("item-list"), {"after": first.context["next_after"]})
+    back = client.get(url("item-list"), {"before": second.context["items"][0].id})
+
+    assert [i.id for i in first.context["items"]] == mine[:50]
+    assert [i.id for i in second.context["items"]] == mine[50:]
+    assert [i.id for i in back.context["items"]] == mine[:50]
+    assert first.context["total"] == 60 and not first.context["more"]
+
+
+def test_item_list_counts_matches_up_to_a_cap_and_then_says_more(
+    client: Client, study: Study, lead: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.corpus import views
+
+    monkeypatch.setattr(views, "COUNT_CAP", 5)
+    for n in range(7):
+        ItemFactory(study=study, title=f"NCCL hang {n}")
+    ItemFactory(study=study, title="Pandas")
+    login(client, lead)
+
+    everything = client.get(url("item-list"))
+    few = client.get(url("item-list"), {"q": "pandas"})
+
+    assert (everything.context["total"], everything.context["more"]) == (5, True)
+    assert "5+ items" in everything.content.decode()
+    assert (few.context["total"], few.context["more"]) == (1, False)
+    assert "1 item matches" in few.content.decode()

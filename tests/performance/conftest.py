@@ -26,8 +26,11 @@ def load_generator() -> ModuleType:
 
 
 @pytest.fixture(params=SIZES, ids=lambda size: f"{size}-items")
-def bench_study(request: pytest.FixtureRequest, db: None) -> Any:
-    """The study `perf` generated with `request.param` items (5 rounds, 10 annotators, overlap 2)."""
+def bench_study(request: pytest.FixtureRequest, transactional_db: None) -> Any:
+    """The study `perf` generated with `request.param` items (5 rounds, 10 annotators, overlap 2).
+
+    Committed, not inside a test transaction, so that requests see what they see in production: a
+    codebook written by the transaction they run in is read around the codebook index cache."""
     from apps.accounts.models import Study
 
     load_generator().generate_study("perf", request.param, seed=7)

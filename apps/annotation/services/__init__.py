@@ -28,7 +28,7 @@ from .common import (
     stored_labels,
 )
 from .imports import ImportLabelsResult, import_annotations
-from .labelling import SubmitResult, next_open_assignment, save_draft, submit_annotation
+from .labelling import SubmitResult, check_draft_size, next_open_assignment, save_draft, submit_annotation
 from .rounds import (
     AddResult,
     AssignResult,
@@ -62,6 +62,7 @@ __all__ = [
     "SubmitResult",
     "add_items_to_round",
     "assign_round",
+    "check_draft_size",
     "decided_item_ids",
     "draw_round",
     "eligible_items",

@@ -86,9 +86,19 @@ class LoadedCodebook:
         return self.index.categories[category_id].key
 
 
-def load_codebook(study: Study) -> LoadedCodebook:
-    """The study's codebook (empty, version 0, when it has none), every status included."""
-    index = CodebookIndex.for_study(study)
+def load_codebook(study: Study, *, index: CodebookIndex | None = None) -> LoadedCodebook:
+    """The study's codebook (empty, version 0, when it has none), every status included. Built once per
+    `index` (kept in its memo; a cached index makes it free), so pass the index when you have it."""
+    index = index or CodebookIndex.for_study(study)
+    loaded = index.memo.get("annotation.loaded")
+    if isinstance(loaded, LoadedCodebook):
+        return loaded
+    loaded = _build(index)
+    index.memo["annotation.loaded"] = loaded
+    return loaded
+
+
+def _build(index: CodebookIndex) -> LoadedCodebook:
     infos: list[pl.DimensionInfo] = []
     category_ids: dict[tuple[str, str], int] = {}
     for dimension in index.all_dimensions:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Codebook
 
 from .. import payload as pl
@@ -20,6 +22,7 @@ from ..models import (
     AssignmentStatus,
     Finding,
     LabelValue,
+    Round,
 )
 from ..signals import annotation_submitted
 from .common import (
@@ -42,12 +45,17 @@ def _check_annotator(assignment: Assignment, user: User | Any) -> None:
         raise NotYourAssignment("This item is not assigned to you.")
 
 
+def check_draft_size(data: Mapping[str, Any]) -> None:
+    """Refuse (InvalidLabels) a posted state larger than a draft may be."""
+    if len(repr(data)) > MAX_DRAFT_CHARS:
+        raise InvalidLabels([pl.Problem(f"the draft is larger than {MAX_DRAFT_CHARS} characters")])
+
+
 def save_draft(assignment: Assignment, user: User, data: Mapping[str, Any]) -> Annotation | None:
     """Autosave: keep the workbench's unsubmitted state (`data`, the payload JSON as the form holds it,
     unvalidated) on the annotation, creating it on first save. Returns None when nothing is stored: the
     item is decided, or the draft equals the labels already submitted."""
-    if len(repr(data)) > MAX_DRAFT_CHARS:
-        raise InvalidLabels([pl.Problem(f"the draft is larger than {MAX_DRAFT_CHARS} characters")])
+    check_draft_size(data)
     draft = {"findings": data.get("findings", []), "memo": str(data.get("memo", ""))}
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
@@ -80,8 +88,9 @@ def _draft_normal_form(draft: Mapping[str, Any], book: LoadedCodebook) -> dict[s
     return clean.to_json()
 
 
-def _hold_codebook(study_id: int) -> None:
-    """Share-lock the study's codebook row until the transaction ends (PostgreSQL).
+def _hold_codebook(study: Study) -> LoadedCodebook:
+    """Share-lock the study's codebook row until the transaction ends (PostgreSQL) and return the codebook
+    as that row says it is (from the per-process index cache when the row's version is cached).
 
     A codebook change takes FOR UPDATE on that row, so it either waits for this submission and then
     remaps its labels (a merge), or this submission waits for the change and validates against the
@@ -89,10 +98,16 @@ def _hold_codebook(study_id: int) -> None:
     writes, leaving a label on a merged category. Submissions share the lock: they never wait for
     each other. SQLite serialises writers and refuses a write on a stale snapshot, so it needs none.
     """
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f'SELECT 1 FROM "{Codebook._meta.db_table}" WHERE study_id = %s FOR SHARE', [study_id])
+    rows: Iterable[Codebook] = Codebook.objects.filter(study=study)
+    if connection.vendor == "postgresql":
+        # Django has no FOR SHARE; the row, read under the lock, is the one the index is keyed on.
+        rows = Codebook.objects.raw(
+            f'SELECT * FROM "{Codebook._meta.db_table}" WHERE study_id = %s FOR SHARE', [study.pk]
+        )
+    book = next(iter(rows), None)
+    if book is None:
+        return load_codebook(study)
+    return load_codebook(study, index=CodebookIndex.for_codebook(book))
 
 
 @dataclass(frozen=True)
@@ -138,8 +153,7 @@ def submit_annotation(
         _check_annotator(locked, user)
         if decided_item_ids([locked.item_id]):
             raise AlreadyDecided("This item is decided: its labels can no longer change.")
-        _hold_codebook(locked.study_id)
-        book = load_codebook(locked.study)
+        book = _hold_codebook(locked.study)
         try:
             parsed = payload if isinstance(payload, pl.Payload) else pl.parse_payload(payload)
             clean = pl.validate_payload(parsed, book.schema, user_id=user.pk, complete=True)
@@ -160,16 +174,22 @@ def submit_annotation(
         spent = _seconds(annotation, seconds_spent, now)
         fields = {"memo": clean.memo, "draft": {}, "codebook_version": book.version, "updated_at": now}
         if annotation is None:
-            try:
-                with transaction.atomic():
-                    annotation = Annotation.objects.create(
-                        assignment=locked, started_at=now, submitted_at=now, seconds_spent=spent, **fields
+            fields.update(assignment=locked, started_at=now, submitted_at=now, seconds_spent=spent)
+            if connection.vendor == "postgresql":  # the assignment's row lock keeps a twin request waiting
+                annotation = Annotation.objects.create(**fields)
+            else:
+                try:
+                    with transaction.atomic():
+                        annotation = Annotation.objects.create(**fields)
+                except IntegrityError:
+                    # Only without row locks (SQLite) can a twin request get here first: start again.
+                    return submit_annotation(
+                        assignment,
+                        clean,
+                        user,
+                        codebook_version=codebook_version,
+                        seconds_spent=seconds_spent,
                     )
-            except IntegrityError:
-                # Only without row locks (SQLite) can a twin request get here first: start again on its row.
-                return submit_annotation(
-                    assignment, clean, user, codebook_version=codebook_version, seconds_spent=seconds_spent
-                )
         else:
             if not created:
                 # Only a submission writes findings (submit, import), and submitted_at is never cleared:
@@ -238,14 +258,25 @@ def write_findings(
 
 def next_open_assignment(user: User, study: Study, *, after: Assignment | None = None) -> Assignment | None:
     """The user's next open assignment in the study (round, then queue order), skipping decided items.
-    One query."""
-    mine = (
+
+    One query whose cost does not grow with the queue: for each round of the study in order, the first
+    open assignment by position is found on the `assignment_queue` index (annotator, status, round,
+    position) and the scan stops at the first round that has one. (Ordering all open assignments by
+    round number instead sorted the whole queue on every request.)"""
+    first_in_round = (
         Assignment.objects.for_annotator(user)
-        .filter(study=study)
         .open()
+        .filter(round=OuterRef("pk"))
         .exclude(item__review__state=DECIDED)
-        .order_by("round__number", "position", "id")
+        .order_by("position", "id")
     )
     if after is not None:
-        mine = mine.exclude(pk=after.pk)
-    return mine.first()
+        first_in_round = first_in_round.exclude(pk=after.pk)
+    first = (
+        Round.objects.filter(study=study)
+        .annotate(first=Subquery(first_in_round.values("pk")[:1]))
+        .filter(first__isnull=False)
+        .order_by("number", "id")
+        .values("first")[:1]
+    )
+    return Assignment.objects.filter(pk=Subquery(first)).order_by("pk").first()

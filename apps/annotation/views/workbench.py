@@ -284,6 +284,15 @@ def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, "annotation/workbench.html", _workbench_context(request, study, role, assignment))
 
 
+def _keep_draft(assignment: Assignment, user: User, data: dict[str, Any]) -> list[str]:
+    """Save `data` as the draft after a refused submission; the reason when even that is refused."""
+    try:
+        services.save_draft(assignment, user, data)
+    except services.AnnotationError as exc:
+        return [str(exc)]
+    return []
+
+
 def _posted_payload(request: HtmxHttpRequest) -> dict[str, Any]:
     return pl.payload_from_form({name: request.POST.getlist(name) for name in request.POST})
 
@@ -307,7 +316,7 @@ def save_draft(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
 def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     """Submit the labels; on success go to the next open item (or stay, when asked), else show why.
 
-    The draft is saved first, in its own transaction, so a refused submission loses nothing."""
+    A refused submission keeps what was posted as the draft (its own transaction), so nothing is lost."""
     study, role = access_study(request.user, slug)
     assignment = _own_assignment(request, study, pk)
     user = request_user(request)
@@ -319,7 +328,7 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         return render(request, "annotation/workbench.html", ctx, status=422)
     seconds = form.cleaned_data.get("seconds")
     try:
-        services.save_draft(assignment, user, data)
+        services.check_draft_size(data)
         result = services.submit_annotation(
             assignment,
             data,
@@ -328,14 +337,18 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
             seconds_spent=seconds if seconds else None,
         )
     except services.StaleCodebook as exc:
-        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=[str(exc)], stale=True)
+        kept = _keep_draft(assignment, user, data)
+        ctx = _workbench_context(
+            request, study, role, assignment, posted=data, errors=[str(exc), *kept], stale=True
+        )
         return render(request, "annotation/workbench.html", ctx, status=409)
     except services.InvalidLabels as exc:
-        errors = [str(p) for p in exc.problems]
+        errors = [str(p) for p in exc.problems] + _keep_draft(assignment, user, data)
         ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
         return render(request, "annotation/workbench.html", ctx, status=422)
     except services.AnnotationError as exc:
-        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=[str(exc)])
+        errors = [str(exc), *_keep_draft(assignment, user, data)]
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
         return render(request, "annotation/workbench.html", ctx, status=409)
     if not result.changed:
         messages.info(request, "These labels were already submitted; nothing changed.")

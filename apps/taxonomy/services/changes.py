@@ -23,7 +23,7 @@ from ..codebook_spec import (
     CodebookError,
     codebook_from_data,
 )
-from ..index import CodebookIndex
+from ..index import CodebookIndex, note_codebook_write
 from ..models import Category, CategoryStatus, Codebook, CodebookChange, CodebookVersion, Dimension
 from ..tree import CategoryTree
 
@@ -88,6 +88,7 @@ def changing(book_id: int, actor: User | None, *, note: str = "") -> Iterator[Ch
     """
     with transaction.atomic():
         book = Codebook.objects.select_for_update().get(pk=book_id)
+        note_codebook_write()
         changes = ChangeSet(book, actor, note)
         yield changes
         if changes.rows:

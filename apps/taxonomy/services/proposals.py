@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.accounts.models import User
 
 from .. import signals
 from ..codebook_spec import CATEGORY_KEY_MAX_LENGTH
-from ..index import CodebookIndex
+from ..index import CodebookIndex, note_codebook_write
 from ..models import Category, CategoryStatus, ChangeKind, Codebook, CodebookChange, Dimension
 from ..tree import near_duplicates
 from .changes import (
@@ -85,6 +86,7 @@ def propose_category(
         for similar in near_duplicates(name, paths):
             for path in paths[similar]:
                 warnings.append(f"Similar to the existing category “{path}”: is it the same code?")
+        note_codebook_write()
         category = Category.objects.create(
             dimension=dimension,
             parent=parent,
@@ -104,6 +106,10 @@ def propose_category(
             category=category,
             after={**category_fields(category), "reason": category.proposal_reason, "warnings": warnings},
         )
+        # The shared codebook keeps its version, but its content changed: a new `updated_at` is what
+        # tells every process's cached `CodebookIndex` (keyed on the row) to read it again.
+        book.updated_at = timezone.now()
+        book.save(update_fields=["updated_at"])
     return Proposal(category, tuple(warnings), created=True)
 
 

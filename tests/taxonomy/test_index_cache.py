@@ -1,0 +1,80 @@
+"""The per-process cache of codebook indexes (`apps/taxonomy/index.py`): a request reads the codebook row
+and gets the index it names without reading dimensions and categories again, and never an index holding
+content that another process changed or that a transaction rolled back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+from apps.taxonomy import services
+from apps.taxonomy.index import CodebookIndex
+from apps.taxonomy.models import Category, Codebook, Dimension
+
+from .conftest import category
+
+pytestmark = pytest.mark.django_db(transaction=True)  # committed state, as between two requests
+
+
+def test_an_unchanged_codebook_is_read_in_one_query(
+    study: Study, codebook: Codebook, django_assert_num_queries: Any
+) -> None:
+    first = CodebookIndex.for_study(study)
+    with django_assert_num_queries(1):
+        again = CodebookIndex.for_study(study)
+    assert again is first
+
+
+def test_a_change_made_by_a_service_is_seen_at_once(study: Study, codebook: Codebook, lead: User) -> None:
+    before = CodebookIndex.for_study(study)
+    services.rename_category(category(study, "hang"), "Deadlock", actor=lead)
+    after = CodebookIndex.for_study(study)
+    assert after.version == before.version + 1
+    assert after.categories[category(study, "hang").pk].name == "Deadlock"
+
+
+def test_a_proposal_is_seen_by_every_process_although_the_version_stays(
+    study: Study, codebook: Codebook, annotator_a: User
+) -> None:
+    before = CodebookIndex.for_study(study)
+    symptom = Dimension.objects.get(codebook=codebook, key="symptom")
+    proposal = services.propose_category(symptom, "Out of memory", None, "seen twice", annotator_a)
+    book = Codebook.objects.get(pk=codebook.pk)
+    assert book.version == before.version
+    assert (book.version, book.updated_at) != (before.version, codebook.updated_at)
+    assert proposal.category.pk in CodebookIndex.for_study(study).categories
+
+
+def test_a_write_by_another_process_is_seen_once_the_codebook_row_changes(
+    study: Study, codebook: Codebook
+) -> None:
+    hang = category(study, "hang")
+    CodebookIndex.for_study(study)
+    # Another process: no signals here, only the rows (what the services write).
+    Category.objects.filter(pk=hang.pk).update(name="Stalled")
+    Codebook.objects.filter(pk=codebook.pk).update(version=codebook.version + 1, updated_at=timezone.now())
+    assert CodebookIndex.for_study(study).categories[hang.pk].name == "Stalled"
+
+
+def test_a_rolled_back_change_leaves_no_trace_in_the_cache(
+    study: Study, codebook: Codebook, lead: User
+) -> None:
+    hang = category(study, "hang")
+    CodebookIndex.for_study(study)
+
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort), transaction.atomic():
+        services.rename_category(hang, "Deadlock", actor=lead)
+        # Read inside the transaction that wrote: the new name, but kept out of the cache.
+        assert CodebookIndex.for_study(study).categories[hang.pk].name == "Deadlock"
+        Category.objects.filter(pk=hang.pk).update(name="Half-written")
+        assert CodebookIndex.for_study(study).categories[hang.pk].name == "Half-written"
+        raise Abort
+
+    assert CodebookIndex.for_study(study).categories[hang.pk].name == "Hang"
