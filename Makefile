@@ -89,6 +89,17 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/run_all.py --size $(or $(SIZE),10000) $(BENCH_ARGS)
 
+# Optional, never part of test or CI: Label Studio 1.23 and doccano 1.8.4 from PyPI, each in a virtualenv
+# under PEERS_DIR (about 2 GB), and Taxonomist on PEERS_DATABASE_URL, under the same workload on 127.0.0.1;
+# prints the three side by side (bench/README.md). PEERS_ARGS=... e.g. "--only taxonomist,doccano".
+PEERS_SIZE ?= 10000
+PEERS_DIR ?= .peers
+PEERS_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench_peers
+.PHONY: bench-peers
+bench-peers: install
+	$(BIN)/python bench/peers/run.py --size $(PEERS_SIZE) --dir $(PEERS_DIR) \
+	  --database-url $(PEERS_DATABASE_URL) $(PEERS_ARGS)
+
 load: install
 	$(BIN)/python bench/load_run.py $(LOAD_ARGS)
 
