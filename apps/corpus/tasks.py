@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
+from kombu.exceptions import OperationalError
+
+from apps.accounts.models import Study
+from apps.core.models import JobStatus
 
 from .jobs import claim_job
 from .models import ImportJob
-from .services import run_import
+from .services import render_pending, run_import
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, name="corpus.run_import")
@@ -22,4 +29,21 @@ def run_import_task(self: Any, job_id: int) -> None:
     job = claim_job(ImportJob, job_id, task_id=getattr(self.request, "id", None) or "")
     if job is None:
         return
-    run_import(job)
+    # The job ends with the upsert; rendering is a second task right after, so the items count as
+    # imported at once (issue 10: import speed end to end, every item rendered within a minute). Pages
+    # that show a body render it on the spot if the pass has not reached it (`ensure_rendered`).
+    job = run_import(job, render=False)
+    if job.status == JobStatus.SUCCEEDED and job.created + job.updated:
+        try:
+            render_items_task.apply_async((job.study_id,), retry=False)
+        except OperationalError as exc:  # Redis down: pages still render items one by one
+            logger.warning("render pass of study %s not queued (%s); run `render_items`", job.study_id, exc)
+
+
+@shared_task(acks_late=True, ignore_result=True, name="corpus.render_items")
+def render_items_task(study_id: int) -> None:
+    """Render the study's items that have no HTML yet. Idempotent: rendered items are skipped, and an
+    item changed meanwhile is left for the next pass (`render_pending`)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is not None:
+        render_pending(study)
