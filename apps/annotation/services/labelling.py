@@ -264,7 +264,8 @@ SELECT * FROM annotation_assignment WHERE id = (
     SELECT f.first FROM (
         SELECT r.number, r.id AS round_id, (
             SELECT a.id FROM annotation_assignment a
-            WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id AND a.id <> %(after)s
+            WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
+              AND a.id <> %(after)s
               AND NOT EXISTS (
                   SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s
               )

@@ -31,6 +31,7 @@ from .. import services
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus
 from .common import request_user
+from .options import options_html
 
 QUEUE_SIZE = 200
 
@@ -155,21 +156,30 @@ def _dimensions_view(book: services.LoadedCodebook, user: User) -> list[dict[str
 
 
 def _findings_view(
-    dimensions: list[dict[str, Any]], selections: list[dict[str, pl.Value]], schema: pl.Schema
+    dimensions: list[dict[str, Any]],
+    selections: list[dict[str, pl.Value]],
+    schema: pl.Schema,
+    *,
+    label: str | None = None,
 ) -> list[dict[str, Any]]:
+    """Each finding's dimensions with their selection and option list; `label` numbers them instead
+    (the blank finding the page clones, `__N__`)."""
     findings = []
-    for number, values in enumerate(selections, start=1):
+    for index, values in enumerate(selections, start=1):
+        number: int | str = label or index
         rows = []
         for dimension in dimensions:
             value = values.get(dimension["key"])
             info = schema.dimension(dimension["key"])
             applies = pl.applies(info, values, schema) if info else True
+            selected = set(value) if isinstance(value, tuple) else set()
             rows.append(
                 {
                     "dim": dimension,
                     "pending": value == pl.PENDING,
-                    "selected": set(value) if isinstance(value, tuple) else set(),
+                    "selected": selected,
                     "applies": applies is not False,
+                    "options_html": options_html(number, dimension, selected),
                 }
             )
         findings.append({"number": number, "dims": rows})
@@ -232,7 +242,7 @@ def _workbench_context(
         decided=decided,
         dimensions=dimensions,
         findings=_findings_view(dimensions, selections, book.schema),
-        blank={**_findings_view(dimensions, [{}], book.schema)[0], "number": "__N__"},
+        blank=_findings_view(dimensions, [{}], book.schema, label="__N__")[0],
         meta=_meta_pairs(item),
         memo=memo,
         codebook_version=book.version,
