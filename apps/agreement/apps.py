@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AgreementConfig(AppConfig):
     name = "apps.agreement"
     label = "agreement"
+
+    def ready(self) -> None:
+        from apps.annotation.signals import annotation_submitted
+        from apps.taxonomy.signals import codebook_changed
+
+        from . import freshness
+
+        annotation_submitted.connect(freshness.on_annotation_submitted, dispatch_uid="agreement-labels")
+        codebook_changed.connect(freshness.on_codebook_changed, dispatch_uid="agreement-codebook")

@@ -17,6 +17,10 @@ Tables:
 Nominal coefficients on a multi table treat each distinct set as one nominal value
 (:meth:`MultiRatingTable.as_nominal`); Gwet's AC1 then runs over every subset of the declared
 categories. ``pending`` is an ordinary label.
+
+The per-category and pairwise coefficients, and the rater pairs of set-valued alpha, are counted for
+all categories or pairs at once by `kernels` (issue 10: a Python loop per category or per annotator
+pair dominated at 100,000 items); the values are the same, to the last bit.
 """
 
 import json
@@ -24,10 +28,13 @@ import math
 from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from . import kernels
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -134,12 +141,14 @@ class ConfusionMatrix:
 
 # ---------------------------------------------------------------------------------------------- tables
 def _unique_names(kind: str, names: Sequence[str]) -> tuple[str, ...]:
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"duplicate {kind} {name!r}")
-        seen.add(name)
-    return tuple(names)
+    names = tuple(names)
+    if len(set(names)) < len(names):  # name the first repeat
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise ValueError(f"duplicate {kind} {name!r}")
+            seen.add(name)
+    return names
 
 
 def _frozen(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -258,7 +267,8 @@ class MultiRatingTable:
                 f"present {present.shape} / rated {rated.shape} do not match {len(self.items)} items x "
                 f"{len(self.annotators)} annotators x {len(self.categories)} categories"
             )
-        if present[~rated].any():
+        # Every chosen category lies in a rated cell (counting beats a 3-D any() by far).
+        if np.count_nonzero(present) != np.count_nonzero(present[rated]):
             raise ValueError("a category is chosen for an (item, annotator) marked as not rated")
         object.__setattr__(self, "present", _frozen(present))
         object.__setattr__(self, "rated", _frozen(rated))
@@ -324,11 +334,19 @@ class MultiRatingTable:
         A set's category name is the JSON array of its labels in declared order (``'[]'`` for "chose
         no category", ``'["bug", "crash"]'``), which is injective and machine-readable.
         """
-        codes, sets = _distinct_sets(self.present, self.rated, len(self.categories))
+        codes, sets = self.distinct_sets
         names = tuple(
             json.dumps([self.categories[k] for k in members], ensure_ascii=False) for members in sets
         )
         return RatingTable(codes, names, self.items, self.annotators)
+
+    @cached_property
+    def distinct_sets(self) -> tuple[IntArray, list[tuple[int, ...]]]:
+        """Codes ``items x annotators`` (``-1`` = not rated) indexing the distinct chosen sets, ordered
+        by size then declared order; computed once per table (the arrays are read-only)."""
+        codes, sets = _distinct_sets(self.present, self.rated, len(self.categories))
+        codes.setflags(write=False)
+        return codes, sets
 
 
 def _distinct_sets(
@@ -341,12 +359,15 @@ def _distinct_sets(
     if rows.size == 0:
         return codes, []
     chosen = present[rows, cols]
-    # One zero column keeps at least one byte per key when there are no categories.
-    packed = np.packbits(np.concatenate([chosen, np.zeros((len(rows), 1), np.bool_)], axis=1), axis=1)
-    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
-    unique_keys, inverse = np.unique(keys, return_inverse=True)
-    bits = np.unpackbits(unique_keys.view(np.uint8).reshape(len(unique_keys), -1), axis=1)
-    sets = [tuple(int(k) for k in np.flatnonzero(row[:n_categories])) for row in bits]
+    packed = np.packbits(chosen, axis=1)
+    width = max(8, -(-packed.shape[1] // 8) * 8)  # whole 8-byte words, at least one (no categories)
+    padded = np.zeros((len(rows), width), dtype=np.uint8)
+    padded[:, : packed.shape[1]] = packed
+    # One 64-bit key per set up to 64 categories (fast integer sort), else a byte string.
+    key_type = np.dtype(np.uint64) if width == 8 else np.dtype((np.void, width))
+    keys = padded.view(key_type).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    sets = [tuple(np.flatnonzero(chosen[i, :n_categories]).tolist()) for i in first.tolist()]
     order = sorted(range(len(sets)), key=lambda s: (len(sets[s]), sets[s]))
     rank = np.empty(len(sets), dtype=np.int64)
     rank[order] = np.arange(len(sets))
@@ -382,19 +403,6 @@ def _cells_from_codes(codes: IntArray, q: int, label: Callable[[int], str]) -> _
     return _Cells(keys // width, keys % width, counts.astype(np.int64), mask.sum(axis=1), q, label)
 
 
-def _binary_cells(m: IntArray, present: IntArray, name: str) -> _Cells:
-    """Category ``name`` as a present (1) / absent (0) variable: ``present[u]`` of ``m[u]`` chose it."""
-    units = np.arange(len(m), dtype=np.int64)
-    return _Cells(
-        np.concatenate([units, units]),
-        np.concatenate([np.zeros(len(m), np.int64), np.ones(len(m), np.int64)]),
-        np.concatenate([m - present, present]),
-        m,
-        2,
-        lambda c: name if c else f"not {name}",
-    )
-
-
 def _per_unit(cells: _Cells, values: IntArray) -> IntArray:
     """Sum of ``values`` (one per cell) for each unit; exact for the small integers used here."""
     return np.rint(np.bincount(cells.unit, weights=values, minlength=len(cells.m))).astype(np.int64)
@@ -414,7 +422,7 @@ def _sum_by_m(m: IntArray, values: IntArray, where: BoolArray) -> dict[int, int]
 
 def _no_pairable_unit(cells: _Cells) -> str | None:
     if not (cells.m >= 2).any():
-        return "no item has two or more ratings"
+        return kernels.NO_PAIRABLE_UNIT
     return None
 
 
@@ -501,22 +509,12 @@ def _cohen(
 ) -> tuple[int, Result, Result]:
     """Cohen's kappa (Cohen 1960) and percent agreement on the items both rated: ``(n, pa, kappa)``."""
     both = (codes_a >= 0) & (codes_b >= 0)
-    n = int(both.sum())
-    if n == 0:
-        reason = "no item is rated by both annotators"
-        return 0, Result.undefined(reason), Result.undefined(reason)
     a, b = codes_a[both], codes_b[both]
-    agree = int((a == b).sum())
     rows = np.bincount(a, minlength=q)
     cols = np.bincount(b, minlength=q)
     chance = sum(int(x) * int(y) for x, y in zip(rows.tolist(), cols.tolist(), strict=True))
-    if chance == n * n:
-        kappa = Result.undefined(
-            f"expected disagreement is zero: both annotators rated all {n} shared items {label(int(a[0]))!r}"
-        )
-    else:
-        kappa = Result.of(Fraction(n * agree - chance, n * n - chance))
-    return n, Result.of(Fraction(agree, n)), kappa
+    pa, kappa = kernels.cohen_from_counts(len(a), int((a == b).sum()), chance, lambda: label(int(a[0])))
+    return len(a), _result(pa), _result(kappa)
 
 
 def _result(value: Fraction | str) -> Result:
@@ -602,19 +600,18 @@ def pairwise(table: AnyTable) -> list[PairAgreement]:
 
 
 def _pairwise(nominal: _Nominal, annotators: tuple[str, ...]) -> list[PairAgreement]:
-    pairs = []
-    for j, a in enumerate(annotators):
-        for k in range(j + 1, len(annotators)):
-            n, pa, kappa = _cohen(
-                nominal.codes[:, j], nominal.codes[:, k], len(nominal.labels), nominal.labels.__getitem__
-            )
-            pairs.append(PairAgreement(a, annotators[k], n, pa, kappa))
-    return pairs
+    counts = kernels.pairwise_cohen(nominal.codes, len(nominal.labels), nominal.labels.__getitem__)
+    names = [(a, b) for j, a in enumerate(annotators) for b in annotators[j + 1 :]]
+    return [
+        PairAgreement(a, b, n, _result(pa), _result(kappa))
+        for (a, b), (n, pa, kappa) in zip(names, counts, strict=True)
+    ]
 
 
 def per_category(table: AnyTable) -> dict[str, CategoryAgreement]:
     """Each declared category, used or not, as a present / absent variable (missing where not rated):
-    Cohen's kappa (two annotators), Fleiss' kappa and nominal Krippendorff's alpha."""
+    Cohen's kappa (two annotators), Fleiss' kappa and nominal Krippendorff's alpha. All categories at
+    once (`kernels`): the values `_cohen`, `_fleiss` and `_alpha` give for one category at a time."""
     n_categories = len(table.categories)
     if isinstance(table, RatingTable):
         rated = table.codes >= 0
@@ -622,25 +619,29 @@ def per_category(table: AnyTable) -> dict[str, CategoryAgreement]:
         flat = np.bincount(
             items * n_categories + table.codes[rated], minlength=len(table.items) * n_categories
         )
-        present = flat.reshape(len(table.items), n_categories).astype(np.int64)
+        chosen = flat.reshape(len(table.items), n_categories).astype(np.int64)
     else:
         rated = table.rated
-        present = table.present.sum(axis=1).astype(np.int64)
+        chosen = table.present.sum(axis=1, dtype=np.int64)
     m = rated.sum(axis=1).astype(np.int64)
-    two_annotators = len(table.annotators) == 2
-    result = {}
-    for k, name in enumerate(table.categories):
-        cells = _binary_cells(m, present[:, k], name)
-        if two_annotators:
-            chosen = table.codes == k if isinstance(table, RatingTable) else table.present[:, :, k]
-            binary = np.where(rated, chosen, MISSING).astype(np.int64)
-            kappa = _cohen(binary[:, 0], binary[:, 1], 2, cells.label)[2]
+    names = table.categories
+    if len(table.annotators) == 2:
+        both = rated[:, 0] & rated[:, 1]
+        if isinstance(table, RatingTable):
+            one_hot = np.eye(n_categories, dtype=np.bool_)
+            a, b = one_hot[table.codes[both, 0]], one_hot[table.codes[both, 1]]
         else:
-            kappa = Result.undefined(
-                f"Cohen's kappa needs exactly two annotators, the table has {len(table.annotators)}"
-            )
-        result[name] = CategoryAgreement(kappa, _result(_fleiss(cells)), _result(_alpha(cells)))
-    return result
+            a, b = table.present[both, 0], table.present[both, 1]
+        kappas = [_result(v) for v in kernels.binary_cohen(a, b, names)]
+    else:
+        reason = f"Cohen's kappa needs exactly two annotators, the table has {len(table.annotators)}"
+        kappas = [Result.undefined(reason)] * n_categories
+    fleiss = kernels.binary_fleiss(chosen, m, names)
+    alpha = kernels.binary_alpha(chosen, m, names)
+    return {
+        name: CategoryAgreement(kappas[k], _result(fleiss[k]), _result(alpha[k]))
+        for k, name in enumerate(names)
+    }
 
 
 def confusion_matrix(table: RatingTable, a: str, b: str) -> ConfusionMatrix:
@@ -697,23 +698,31 @@ def jaccard_distance(a: Set[str], b: Set[str]) -> float:
 
 
 class _DeltaSums:
-    """Accumulates weights per (|A & B|, |A | B|, relation) so that sum(weight * delta) stays exact."""
+    """Accumulates weights per (|A & B|, |A|, |B|), which fix the distance, so that sum(weight * delta)
+    stays exact: the weights are whole numbers, and so are their float64 sums (far below 2**53).
+    |A | B| and the relation are derived per distinct triple in `total`, not per pair of sets."""
 
     def __init__(self, n_categories: int) -> None:
         self.width = n_categories + 1
-        self.totals = np.zeros(self.width * self.width * 4, dtype=np.float64)
+        self.totals = np.zeros(self.width**3, dtype=np.float64)
 
-    def add(self, inter: IntArray, union: IntArray, relation: IntArray, weight: npt.NDArray[Any]) -> None:
-        key = (inter * self.width + union) * 4 + relation
+    def add(self, inter: IntArray, size_a: IntArray, size_b: IntArray, weight: npt.NDArray[Any]) -> None:
+        key = (inter * self.width + size_a) * self.width + size_b
         self.totals += np.bincount(key.ravel(), weights=weight.ravel(), minlength=self.totals.size)
 
     def total(self, distance: SetDistance) -> Fraction:
-        result = Fraction(0)
-        for key in np.flatnonzero(self.totals):
-            rest, relation = divmod(int(key), 4)
-            inter, union = divmod(rest, self.width)
-            result += round(float(self.totals[key])) * _set_delta(inter, union, relation, distance)
-        return result
+        keys = np.flatnonzero(self.totals)
+        rest, size_b = np.divmod(keys, self.width)
+        inter, size_a = np.divmod(rest, self.width)
+        union, relation = size_a + size_b - inter, _relation(inter, size_a, size_b)
+        weights: dict[tuple[int, int, int], int] = {}
+        for i, u, r, weight in zip(
+            inter.tolist(), union.tolist(), relation.tolist(), self.totals[keys].tolist(), strict=True
+        ):
+            weights[(i, u, r)] = weights.get((i, u, r), 0) + round(weight)
+        return sum(
+            (weight * _set_delta(*triple, distance) for triple, weight in weights.items()), Fraction(0)
+        )
 
 
 def krippendorff_alpha_set(table: MultiRatingTable, distance: SetDistance) -> Result:
@@ -738,33 +747,30 @@ class _SetAlphaSums:
 
 def _set_alpha_sums(table: MultiRatingTable) -> _SetAlphaSums | str:
     """The distance-independent part of :func:`krippendorff_alpha_set`, or why it is undefined."""
-    m = table.rated.sum(axis=1)
-    pairable = m >= 2
+    pairable = table.rated.sum(axis=1) >= 2
     if not pairable.any():
-        return "no item has two or more ratings"
-    rated = table.rated[pairable]
-    present = table.present[pairable]
-    m = m[pairable].astype(np.int64)
-    sizes = present.sum(axis=2).astype(np.int64)
+        return kernels.NO_PAIRABLE_UNIT
     n_categories = len(table.categories)
 
     # Observed: each unordered pair of raters of a unit counts twice, weighted 1 / (m_u - 1) later.
-    observed = {}
-    for r in np.unique(m):
-        sums = _DeltaSums(n_categories)
-        in_group = m == r
-        for a in range(len(table.annotators)):
-            for b in range(a + 1, len(table.annotators)):
-                both = in_group & rated[:, a] & rated[:, b]
-                inter = (present[both, a] & present[both, b]).sum(axis=1).astype(np.int64)
-                size_a, size_b = sizes[both, a], sizes[both, b]
-                relation = _relation(inter, size_a, size_b)
-                sums.add(inter, size_a + size_b - inter, relation, np.full(len(inter), 2.0))
-        observed[int(r)] = sums
+    observed: dict[int, _DeltaSums] = {}
+    for r, unit, a, b in kernels.rating_pairs(table.rated):
+        if r not in observed:
+            observed[r] = _DeltaSums(n_categories)
+        sums = observed[r]
+        chosen_a, chosen_b = table.present[unit, a], table.present[unit, b]
+        inter = (chosen_a & chosen_b).sum(axis=1, dtype=np.int64)
+        size_a, size_b = chosen_a.sum(axis=1, dtype=np.int64), chosen_b.sum(axis=1, dtype=np.int64)
+        sums.add(inter, size_a, size_b, np.full(len(inter), 2.0))
 
-    # Expected: over all ordered pairs of pairable ratings, grouped by distinct set.
-    codes, sets = _distinct_sets(present, rated, n_categories)
-    counts = np.bincount(codes[codes >= 0], minlength=len(sets)).astype(np.float64)
+    # Expected: over all ordered pairs of pairable ratings, grouped by distinct set. The sets of the
+    # pairable units keep their order among all the table's sets (size, then declared order).
+    all_codes, all_sets = table.distinct_sets
+    pairable_codes = all_codes[pairable]
+    pairable_codes = pairable_codes[pairable_codes >= 0]
+    used = np.unique(pairable_codes)
+    sets = [all_sets[s] for s in used.tolist()]
+    counts = np.bincount(np.searchsorted(used, pairable_codes), minlength=len(sets)).astype(np.float64)
     n = int(counts.sum())
     if len(sets) == 1:
         value = json.dumps([table.categories[k] for k in sets[0]], ensure_ascii=False)
@@ -774,15 +780,16 @@ def _set_alpha_sums(table: MultiRatingTable) -> _SetAlphaSums | str:
         members[v, list(chosen)] = 1.0
     set_sizes = members.sum(axis=1).astype(np.int64)
     expected = _DeltaSums(n_categories)
-    chunk = max(1, 2_000_000 // len(sets))
+    # Each unordered pair of different sets once, weighted twice: the distance is symmetric, and a set
+    # is at distance 0 from itself. Blocks of rows against the columns from the block on.
+    chunk = max(1, 1_000_000 // len(sets))
     for start in range(0, len(sets), chunk):
-        block = slice(start, start + chunk)
+        block, rest = slice(start, start + chunk), slice(start, None)
         # float64 products of 0/1 vectors are exact integer intersection sizes.
-        inter = np.rint(members[block] @ members.T).astype(np.int64)
-        size_a = np.broadcast_to(set_sizes[block, None], inter.shape)
-        size_b = np.broadcast_to(set_sizes[None, :], inter.shape)
-        relation = _relation(inter, size_a, size_b)
-        expected.add(inter, size_a + size_b - inter, relation, counts[block, None] * counts[None, :])
+        inter = np.rint(members[block] @ members[rest].T).astype(np.int64)
+        above = np.arange(inter.shape[1])[None, :] > np.arange(inter.shape[0])[:, None]
+        weight = np.where(above, 2.0 * counts[block, None] * counts[None, rest], 0.0)
+        expected.add(inter, set_sizes[block, None], set_sizes[None, rest], weight)
     return _SetAlphaSums(observed, expected, n)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max
@@ -32,6 +33,7 @@ from apps.corpus.jobs import JobFailed, JobProgress, is_stalled, run_job
 from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
 
+from . import freshness
 from .metrics import ConfusionMatrix, RatingTable, agreement_report, confusion_matrix
 from .models import AgreementSnapshot
 from .ratings import PENDING, DimensionTable, RatingsError, StudyRatings, build_table, load_study_ratings
@@ -45,11 +47,13 @@ __all__ = [
     "ALL_ROUNDS",
     "DASHBOARD_BOOTSTRAP",
     "DASHBOARD_SEED",
+    "ConfusionCounts",
     "DashboardState",
     "RatingsError",
     "cell_items",
     "command_snapshot",
     "confusion",
+    "confusion_counts",
     "dashboard_state",
     "dimension_report",
     "fingerprint",
@@ -153,15 +157,28 @@ def command_snapshot(
 
 # ----------------------------------------------------------------------------------------- dashboard
 def fingerprint(study: Study) -> dict[str, Any]:
-    """What a dashboard snapshot depends on: the codebook version and the submitted annotations (their
-    number and latest change) and label values (their number, which decides sync or background)."""
+    """What a dashboard snapshot depends on: the codebook version, and the submitted annotations (their
+    number and latest change) and label values (their number, which decides sync or background).
+
+    The version is read every time (one query); the rest, aggregates over every label of the study (a
+    second at 100,000 items), once per change of the labels (`freshness.cached`)."""
+    codebook_id, version = _codebook(study)
+    labels = freshness.cached(study, codebook_id, "fingerprint", lambda: _labels_fingerprint(study))
+    return {"codebook_version": version, **labels}
+
+
+def _codebook(study: Study) -> tuple[int | None, int]:
+    """The study's codebook id and version; (None, 0) without a codebook."""
+    row = Codebook.objects.filter(study=study).values_list("pk", "version").first()
+    return (row[0], row[1] or 0) if row is not None else (None, 0)
+
+
+def _labels_fingerprint(study: Study) -> dict[str, Any]:
     annotations = Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False).aggregate(
         n=Count("id"), updated=Max("updated_at"), submitted=Max("submitted_at")
     )
     last = max((t for t in (annotations["updated"], annotations["submitted"]) if t is not None), default=None)
     return {
-        "codebook_version": Codebook.objects.filter(study=study).values_list("version", flat=True).first()
-        or 0,
         "annotations": annotations["n"],
         "last_change": last.isoformat() if last is not None else None,
         "ratings": LabelValue.objects.filter(
@@ -347,6 +364,43 @@ def confusion(
     except ValueError as exc:
         raise RatingsError(str(exc)) from None
     return ratings, table, matrix
+
+
+@dataclass(frozen=True)
+class ConfusionCounts:
+    """A confusion matrix as the dashboard shows it: only the values ``a`` or ``b`` used, by ``names``
+    (as in `ConfusionMatrix.labels`) and as a person reads them (``labels``, `value_label`)."""
+
+    names: tuple[str, ...]
+    labels: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+    sets: bool
+    version: int
+
+
+def confusion_counts(
+    study: Study, dimension_key: str, *, round_number: int | None, level: int | None, a: str, b: str
+) -> ConfusionCounts:
+    """`confusion` reduced to what the dashboard shows, kept until the labels or the codebook change
+    (`freshness.cached`); RatingsError as `confusion` (not kept)."""
+    codebook_id, version = _codebook(study)
+
+    def compute() -> ConfusionCounts:
+        ratings, table, matrix = confusion(
+            study, dimension_key, round_number=round_number, level=level, a=a, b=b
+        )
+        # Values neither annotator used would be all-zero rows and columns: leave them out.
+        used = np.flatnonzero(matrix.counts.any(axis=0) | matrix.counts.any(axis=1)).tolist()
+        return ConfusionCounts(
+            names=tuple(matrix.labels[k] for k in used),
+            labels=tuple(value_label(ratings, table.labels, matrix.labels[k]) for k in used),
+            counts=tuple(tuple(int(matrix.counts[r, c]) for c in used) for r in used),
+            sets=table.is_multi,
+            version=ratings.codebook_version,
+        )
+
+    key = json.dumps(["confusion", version, dimension_key, round_number, level, a, b])
+    return freshness.cached(study, codebook_id, key, compute)
 
 
 def cell_items(

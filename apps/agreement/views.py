@@ -287,19 +287,15 @@ def _confusion(
     if a == b:
         return {**base, "confusion": None, "confusion_error": "Pick two different annotators."}
     try:
-        ratings, table, matrix = services.confusion(
-            study, dimension, round_number=round_number, level=level, a=a, b=b
-        )
+        matrix = services.confusion_counts(study, dimension, round_number=round_number, level=level, a=a, b=b)
     except RatingsError as exc:
         return {**base, "confusion": None, "confusion_error": str(exc)}
-    # Values neither annotator used would be all-zero rows and columns: leave them out.
-    used = [k for k in range(len(matrix.labels)) if matrix.counts[k, :].any() or matrix.counts[:, k].any()]
     cell_url = reverse("agreement:cell-items", args=[study.slug])
     rows = []
-    for r in used:
+    for r, row_name in enumerate(matrix.names):
         cells = []
-        for c in used:
-            count = int(matrix.counts[r, c])
+        for c, column_name in enumerate(matrix.names):
+            count = matrix.counts[r][c]
             query = urlencode(
                 {
                     "dimension": dimension,
@@ -307,23 +303,23 @@ def _confusion(
                     "level": level or "",
                     "a": a,
                     "b": b,
-                    "row": matrix.labels[r],
-                    "col": matrix.labels[c],
+                    "row": row_name,
+                    "col": column_name,
                 }
             )
             cells.append(
                 {"count": count, "diagonal": r == c, "url": f"{cell_url}?{query}" if count else None}
             )
-        rows.append({"label": services.value_label(ratings, table.labels, matrix.labels[r]), "cells": cells})
+        rows.append({"label": matrix.labels[r], "cells": cells})
     return {
         **base,
         "confusion": {
-            "columns": [services.value_label(ratings, table.labels, matrix.labels[c]) for c in used],
+            "columns": list(matrix.labels),
             "rows": rows,
-            "total": int(matrix.counts.sum()),
-            "agreeing": int(matrix.counts.trace()),
-            "sets": table.is_multi,
-            "version": ratings.codebook_version,
+            "total": sum(map(sum, matrix.counts)),
+            "agreeing": sum(matrix.counts[k][k] for k in range(len(matrix.names))),
+            "sets": matrix.sets,
+            "version": matrix.version,
         },
     }
 

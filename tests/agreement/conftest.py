@@ -20,6 +20,7 @@ from apps.annotation.models import (
     Round,
     RoundItem,
 )
+from apps.annotation.signals import annotation_submitted
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Codebook, Dimension
 from tests.factories import ItemFactory, MembershipFactory, UserFactory
@@ -104,6 +105,8 @@ def annotate(study: Study) -> Annotate:
                 for category_key in chosen:
                     category = Category.objects.get(dimension=dimension, key=category_key)
                     LabelValue.objects.create(finding=finding, dimension=dimension, category=category)
+        if submitted:  # as the submit and import services do
+            annotation_submitted.send(sender=Annotation, annotation=annotation, item_id=item.pk)
         return annotation
 
     return make

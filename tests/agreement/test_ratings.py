@@ -51,7 +51,7 @@ def test_loading_takes_the_same_number_of_queries_whatever_the_size(
     assert len(small.captured_queries) == len(large.captured_queries)
 
 
-def test_loading_is_six_queries(
+def test_loading_is_seven_queries(
     study: Study,
     codebook: Codebook,
     annotate: Annotate,
@@ -61,8 +61,8 @@ def test_loading_is_six_queries(
 ) -> None:
     for item in items:
         annotate(1, item, annotator_a, [{"kind": ["bug"]}])
-    # codebook, dimensions, categories (the index), rounds, label values, annotators
-    with django_assert_num_queries(6):
+    # codebook, dimensions, categories (the index), rounds, findings, label values, annotators
+    with django_assert_num_queries(7):
         load_study_ratings(study)
 
 

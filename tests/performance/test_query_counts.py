@@ -131,6 +131,6 @@ WORKBENCH = 8
 STUDY_PAGE = 13
 ITEM_LIST = 5
 QUEUE = 10
-DASHBOARD = 14
+DASHBOARD = 9  # label aggregates and the confusion matrix from the cache (agreement.freshness)
 CODEBOOK = 6
 EXPORT = 10

@@ -1,0 +1,99 @@
+"""Values derived from a study's labels, kept in the cache until the labels change (issue 10).
+
+What a dashboard snapshot depends on (`services.fingerprint`: counts and the latest change over every
+submitted label of the study) and the confusion matrix take a second each at 100,000 items, and the
+dashboard needs both on every view. `cached` keeps such values in Django's cache under the study's
+*labels generation*, two tokens that the receivers below replace whenever the labels may have changed:
+
+* the study's token, on `annotation_submitted` (a submission or an edit, from the workbench, the API or
+  a label import) when the annotation's assignment is at hand;
+* the codebook's token, on `annotation_submitted` when the sender passes the codebook `index` instead,
+  and on `codebook_changed` (sent after every codebook change, merges and splits that move labels
+  included).
+
+Tokens are replaced at once (the sending transaction and tests see it) and again when the transaction
+commits, so a value computed from the database before the commit is not kept under the current
+tokens; a value is computed after its tokens were read, so it is never older than the last change
+signalled before it. Values expire after `TTL` seconds anyway: writes that send no signal (the admin, a
+shell) and caches that processes do not share (the local-memory cache, without REDIS_URL, next to a
+Celery worker importing labels) are noticed within that time. The receivers run no query for the
+senders there are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+from uuid import uuid4
+
+from django.core.cache import cache
+from django.db import transaction
+
+from apps.accounts.models import Study
+from apps.annotation.models import Annotation
+from apps.taxonomy.index import CodebookIndex
+from apps.taxonomy.models import Codebook
+
+TTL = 60
+"""Seconds a cached value is trusted without a signal (see the module docstring)."""
+
+__all__ = ["TTL", "cached", "labels_changed", "on_annotation_submitted", "on_codebook_changed"]
+
+
+def _token_key(kind: str, pk: int | None) -> str:
+    return f"agreement:labels:{kind}:{pk}"
+
+
+def _token(kind: str, pk: int | None) -> str:
+    key = _token_key(kind, pk)
+    token = cache.get(key)
+    if token is None:
+        cache.add(key, uuid4().hex, timeout=None)
+        # Evicted again at once: a token of our own, under which nothing will be found again.
+        token = cache.get(key) or uuid4().hex
+    return str(token)
+
+
+def _replace(kind: str, pk: int) -> None:
+    cache.set(_token_key(kind, pk), uuid4().hex, timeout=None)
+
+
+def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, or its value from the cache when the study's labels have not changed since (nor
+    ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
+    tokens = f"{_token('study', study.pk)}:{_token('codebook', codebook_id)}"
+    # The creation time tells apart studies that reuse a deleted one's id (SQLite, tests).
+    study_key = f"{study.pk}:{study.created_at.timestamp()}"
+    key = f"agreement:{study_key}:{tokens}:{hashlib.sha256(name.encode()).hexdigest()}"
+    hit = cache.get(key)
+    if hit is not None:
+        value: T = hit[0]
+        return value
+    value = compute()
+    cache.set(key, (value,), TTL)
+    return value
+
+
+def labels_changed(*, study_id: int | None = None, codebook_id: int | None = None) -> None:
+    """Forget the values cached for a study's labels (by study or by codebook), now and at commit."""
+    for kind, pk in (("study", study_id), ("codebook", codebook_id)):
+        if pk is not None:
+            _replace(kind, pk)
+            transaction.on_commit(partial(_replace, kind, pk))
+
+
+def on_annotation_submitted(sender: object, *, annotation: Annotation, **kwargs: Any) -> None:
+    index = kwargs.get("index")
+    if isinstance(index, CodebookIndex) and index.codebook_id is not None:
+        labels_changed(codebook_id=index.codebook_id)
+    elif Annotation.assignment.is_cached(annotation):
+        labels_changed(study_id=annotation.assignment.study_id)
+    else:  # no sender does this today: one query then
+        study_id = Annotation.objects.values_list("assignment__study_id", flat=True).get(pk=annotation.pk)
+        labels_changed(study_id=study_id)
+
+
+def on_codebook_changed(sender: object, *, codebook: Codebook, **kwargs: Any) -> None:
+    labels_changed(codebook_id=codebook.pk)
