@@ -18,11 +18,15 @@ signalled before it. Values expire after `TTL` seconds anyway: writes that send 
 shell) and caches that processes do not share (the local-memory cache, without REDIS_URL, next to a
 Celery worker importing labels) are noticed within that time. The receivers run no query for the
 senders there are.
+
+The cache is an optimisation only: when it cannot be reached (Redis down), values are computed and
+token replacements are skipped with a warning, so neither a submission nor the dashboard fails.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -35,6 +39,8 @@ from apps.accounts.models import Study
 from apps.annotation.models import Annotation
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Codebook
+
+logger = logging.getLogger(__name__)
 
 TTL = 60
 """Seconds a cached value is trusted without a signal (see the module docstring)."""
@@ -57,22 +63,32 @@ def _token(kind: str, pk: int | None) -> str:
 
 
 def _replace(kind: str, pk: int) -> None:
-    cache.set(_token_key(kind, pk), uuid4().hex, timeout=None)
+    try:
+        cache.set(_token_key(kind, pk), uuid4().hex, timeout=None)
+    except Exception as exc:  # the cache backend's own errors (redis.ConnectionError, ...)
+        logger.warning("agreement cache unavailable, %s %s not marked changed: %s", kind, pk, exc)
 
 
 def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or its value from the cache when the study's labels have not changed since (nor
     ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
-    tokens = f"{_token('study', study.pk)}:{_token('codebook', codebook_id)}"
-    # The creation time tells apart studies that reuse a deleted one's id (SQLite, tests).
-    study_key = f"{study.pk}:{study.created_at.timestamp()}"
-    key = f"agreement:{study_key}:{tokens}:{hashlib.sha256(name.encode()).hexdigest()}"
-    hit = cache.get(key)
+    try:
+        tokens = f"{_token('study', study.pk)}:{_token('codebook', codebook_id)}"
+        # The creation time tells apart studies that reuse a deleted one's id (SQLite, tests).
+        study_key = f"{study.pk}:{study.created_at.timestamp()}"
+        key = f"agreement:{study_key}:{tokens}:{hashlib.sha256(name.encode()).hexdigest()}"
+        hit = cache.get(key)
+    except Exception as exc:  # the cache backend's own errors (redis.ConnectionError, ...)
+        logger.warning("agreement cache unavailable, computing %s: %s", name, exc)
+        return compute()
     if hit is not None:
         value: T = hit[0]
         return value
     value = compute()
-    cache.set(key, (value,), TTL)
+    try:
+        cache.set(key, (value,), TTL)
+    except Exception as exc:
+        logger.warning("agreement cache unavailable, %s not kept: %s", name, exc)
     return value
 
 

@@ -127,3 +127,29 @@ def test_the_confusion_matrix_follows_new_labels(
     annotate(1, items[1], annotator_b, [{"kind": ["bug"]}])
     html = client.get(dashboard, params, headers=headers).content.decode()
     assert "1 of 2 items rated by both agree" in html
+
+
+class _Down:
+    """A cache whose server cannot be reached (Redis down)."""
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+        return fail
+
+
+def test_without_the_cache_values_are_computed_and_changes_are_not_refused(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(freshness, "cache", _Down())
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return 42
+
+    assert freshness.cached(study, None, "x", compute) == 42
+    assert freshness.cached(study, None, "x", compute) == 42
+    assert len(calls) == 2  # nothing kept, nothing failed
+    freshness.labels_changed(study_id=study.pk)  # what a submission's receiver does: no exception

@@ -56,7 +56,7 @@ def test_a_request_killed_after_the_findings_are_written_persists_no_labels_and_
     assert not Finding.objects.exists() and not LabelValue.objects.exists()  # ...and none survived
     assignment.refresh_from_db()
     assert (assignment.status, assignment.submitted_at) == (AssignmentStatus.OPEN, None)
-    draft = Annotation.objects.get(assignment=assignment)  # saved before, in its own transaction
+    draft = Annotation.objects.get(assignment=assignment)  # saved after the rollback, in its own transaction
     assert draft.submitted_at is None and draft.draft["memo"] == "hangs after the first epoch"
 
     assert client.post(url, POSTED).status_code == 302  # the retry stores the whole annotation

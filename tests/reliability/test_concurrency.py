@@ -98,8 +98,8 @@ def test_a_merge_committed_while_an_annotator_submits_leaves_no_label_on_the_mer
     loaded, merged = threading.Event(), threading.Event()
     real_load = labelling.load_codebook
 
-    def load_then_let_the_merge_run(study: Study) -> Any:
-        result = real_load(study)
+    def load_then_let_the_merge_run(study: Study, **kwargs: Any) -> Any:
+        result = real_load(study, **kwargs)
         if threading.current_thread().name == "annotator":
             loaded.set()
             merged.wait(timeout=3)  # a merge that has to wait for this submit cannot finish: go on

@@ -161,7 +161,8 @@ def test_an_import_killed_mid_job_and_restarted_ends_with_exactly_the_right_item
     comments = ItemComment.objects.filter(item__study=study)
     assert comments.count() == sum(n % 3 for n in range(1, ISSUES + 1))
     assert comments.values("item_id", "external_id").distinct().count() == comments.count()
-    assert not Item.objects.filter(study=study, body_html="").exists()  # the render phase finished too
+    # The render pass is a task of its own, queued when the import succeeded: it finishes too.
+    wait_for(lambda: not Item.objects.filter(study=study, body_html="").exists(), 60, "the render pass")
 
 
 def test_an_export_killed_mid_write_offers_no_file_and_its_redelivery_writes_the_whole_one(

@@ -8,6 +8,7 @@ posted labels kept and the problems listed (docs/labelling.md, "Errors").
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.contrib import messages
@@ -360,6 +361,11 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         errors = [str(exc), *_keep_draft(assignment, user, data)]
         ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
         return render(request, "annotation/workbench.html", ctx, status=409)
+    except Exception:
+        # Whatever failed was rolled back; keep what was posted if the database still answers.
+        with contextlib.suppress(Exception):
+            _keep_draft(assignment, user, data)
+        raise
     if not result.changed:
         messages.info(request, "These labels were already submitted; nothing changed.")
     if form.cleaned_data.get("next") == "stay":
