@@ -7,6 +7,10 @@ Usage (PostgreSQL, a database of its own; the study `bench-export` in it is recr
     .venv/bin/python manage.py migrate
     .venv/bin/python bench/bench_export.py [--items 100000] [--annotators 0] [--skip-generate]
 
+or, on a study that already exists (e.g. `bench/generate.py`'s, which this script never modifies):
+
+    .venv/bin/python bench/bench_export.py --study bench-100000 [--runs 3] [--phases csv,zip]
+
 Data (generated with bulk_create, deterministic): the TOSEM 2023 codebook (five dimensions, trees three
 levels deep), N items (GitHub and Stack Overflow, titles of 5-12 words), each with a current decision of
 1-2 findings labelled as the TOSEM study does (a fault: distributed flag, symptom leaf, 1-2 fix patterns;
@@ -242,18 +246,21 @@ def generate(items: int, annotators: int) -> dict[str, Any]:
     }
 
 
-def phase(name: str, items: int, annotators: int) -> dict[str, Any]:
+def phase(name: str, items: int, annotators: int, slug: str = STUDY) -> dict[str, Any]:
     setup_django()
     if name == "generate":
         return generate(items, annotators)
     from django.db import connection
 
     from apps.accounts.models import Study
+
+    study = Study.objects.get(slug=slug)
+    baseline = peak_rss_mb()
+    started, cpu = time.perf_counter(), time.process_time()
+    # Imported inside the timing: a fresh worker process pays for it too.
     from apps.core.models import JobStatus
     from apps.export import services
 
-    study = Study.objects.get(slug=STUDY)
-    baseline = peak_rss_mb()
     options = services.parse_options(study, format="zip" if name == "zip" else "csv", raw=name == "csv-raw")
     waited = [0.0]
 
@@ -265,13 +272,18 @@ def phase(name: str, items: int, annotators: int) -> dict[str, Any]:
         finally:
             waited[0] += time.perf_counter() - begun
 
-    started, cpu = time.perf_counter(), time.process_time()
     with connection.execute_wrapper(timed):
         job = services.export_in_foreground(study, options)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     job.refresh_from_db()
     if job.status != JobStatus.SUCCEEDED:
         raise SystemExit(f"{name} failed: {job.error}")
+    if slug != STUDY:
+        # A study this script did not make: leave no job or file behind in it.
+        path = services.stored_path(job)
+        if path is not None:
+            path.unlink(missing_ok=True)
+        job.delete()
     return {
         "phase": name,
         "items": job.progress_total or 0,
@@ -285,9 +297,20 @@ def phase(name: str, items: int, annotators: int) -> dict[str, Any]:
     }
 
 
-def run_phase(name: str, items: int, annotators: int) -> dict[str, Any]:
+def run_phase(name: str, items: int, annotators: int, slug: str = STUDY) -> dict[str, Any]:
     output = subprocess.run(
-        [sys.executable, __file__, "--phase", name, "--items", str(items), "--annotators", str(annotators)],
+        [
+            sys.executable,
+            __file__,
+            "--phase",
+            name,
+            "--items",
+            str(items),
+            "--annotators",
+            str(annotators),
+            "--study",
+            slug,
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -302,18 +325,29 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--annotators", type=int, default=0, help="Annotators' labels per item (0: none).")
     parser.add_argument("--skip-generate", action="store_true", help="Reuse the study of an earlier run.")
+    parser.add_argument(
+        "--study",
+        default=STUDY,
+        help=f"Export this existing study (read only) instead of generating {STUDY!r}.",
+    )
+    parser.add_argument("--phases", help="Comma-separated phases to run (default: csv[,csv-raw],zip).")
+    parser.add_argument("--runs", type=int, default=1, help="Runs of each phase, each in a fresh process.")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        print(json.dumps(phase(args.phase, args.items, args.annotators)))
+        print(json.dumps(phase(args.phase, args.items, args.annotators, args.study)))
         return
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         print("warning: DATABASE_URL is not PostgreSQL; figures will not be comparable", file=sys.stderr)
-    if not args.skip_generate:
+    if not args.skip_generate and args.study == STUDY:
         made = run_phase("generate", args.items, args.annotators)
         print(f"generated {made['items']} decided items in {made['seconds']:.1f} s", file=sys.stderr)
-    phases = ["csv", *(["csv-raw"] if args.annotators else []), "zip"]
-    rows = [run_phase(name, args.items, args.annotators) for name in phases]
+    phases = (
+        args.phases.split(",") if args.phases else ["csv", *(["csv-raw"] if args.annotators else []), "zip"]
+    )
+    rows = [
+        run_phase(name, args.items, args.annotators, args.study) for name in phases for _ in range(args.runs)
+    ]
     print(
         f"{'phase':<8} {'items':>8} {'rows':>8} {'MB':>6} {'wall s':>7} {'CPU s':>6} {'DB s':>5} "
         f"{'rows/s':>8} {'peak RSS':>9} {'start RSS':>9}"

@@ -1,13 +1,18 @@
 """The database read as plain export records, in chunks (`tables.ExportItem` and friends).
 
 Memory is bounded by the chunk size, whatever the study's size: items are read in primary-key order with
-keyset pagination (``id > last``; without annotations the current decisions, joined to their items, are
-the paginated table; with them every item of the range is read and those without a decision or labels
-are dropped in Python), and each chunk costs a constant number of queries (items or decisions; decision
-findings with their values; with annotations, assignments with their annotations and the annotations'
-findings with their values), each selected by the chunk's range of item ids: ``.values_list`` rows,
-never model instances. Category ids
-become keys and paths through one `CodebookIndex` read once per export.
+keyset pagination (``id > last``; without annotations the items with a matching current decision, joined
+to it, are the paginated table; with them every item of the range is read and those without a decision
+or labels are dropped in Python), and each chunk costs a constant number of queries (decided items, or
+items and their decisions; the decisions' findings; with annotations, the assignments, their
+annotations and the annotations' findings): ``.values_list`` rows, never model instances. Decisions and
+assignments are selected by the chunk's range of item ids, annotations and findings by the ids just
+read (see `StudyReader._read_annotations` for why).
+
+A finding comes as one row whose labels the database aggregates into one text (`findings.labels_text`),
+which `findings.ValueCache` turns into a record once per distinct text: the Python work is per distinct
+finding, not per label value. Category ids become keys and paths through one `CodebookIndex` read once
+per export.
 
 Item order is primary-key order: the order the items were imported, which `package.import_study`
 recreates, so a study exported, imported and exported again lists its rows in the same order.
@@ -25,31 +30,22 @@ Which items are read (`ExportOptions`, docs/export.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models import Value as SQLValue
 
 from apps.accounts.models import Study
 from apps.adjudication.models import Decision, DecisionFinding, DecisionValue
-from apps.annotation.models import Assignment, Finding
+from apps.annotation.models import Annotation, Assignment, Finding
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
 from .counts import CountAccumulator, CountNode, CountTable, DimensionTree
-from .tables import (
-    PENDING_VALUE,
-    AnnotationRecord,
-    DecisionRecord,
-    ExportItem,
-    FindingRecord,
-    Value,
-)
+from .findings import ValueCache, labels_text
+from .tables import AnnotationRecord, DecisionRecord, ExportItem, FindingRecord
 
 DEFAULT_CHUNK_SIZE = 2000
 _DECISION_FIELDS = (
@@ -61,8 +57,6 @@ _DECISION_FIELDS = (
     "decided_at",
     "codebook_version",
 )
-Label = tuple[int, int | None, int | None, bool]
-"""A label value as read: (dimension id, category id or None, original category id, pending)."""
 
 
 @dataclass(frozen=True)
@@ -90,72 +84,6 @@ def iso(value: datetime | None) -> str:
     return value.isoformat() if value is not None else ""
 
 
-class ValueCache:
-    """Category id → `tables.Value` at one level of the tree, and the codebook's display order."""
-
-    def __init__(self, index: CodebookIndex, level: int | None = None) -> None:
-        self.index = index
-        self.level = level
-        self.dimension_keys = {d.id: d.key for d in index.all_dimensions}
-        self.dimension_order = {d.key: position for position, d in enumerate(index.all_dimensions)}
-        self.category_order: dict[int, int] = {}
-        for dimension in index.all_dimensions:
-            for position, category_id in enumerate(index.tree(dimension.key, active_only=False)):
-                self.category_order[category_id] = position
-        self._values: dict[tuple[int, int | None], Value] = {}
-        self._findings: dict[tuple[Label, ...], dict[str, tuple[Value, ...]]] = {}
-        self._dimension_values: dict[tuple[str, tuple[Value, ...]], tuple[Value, ...]] = {}
-
-    def value(self, category_id: int, original_id: int | None = None) -> Value:
-        cached = self._values.get((category_id, original_id))
-        if cached is None:
-            shown = category_id
-            if self.level is not None:
-                shown = self.index.ancestor_at_depth(category_id, self.level)
-            original = ""
-            if original_id is not None and original_id != category_id:
-                original = self.index.category(original_id).key
-            cached = Value(self.index.category(shown).key, self.index.path(shown), original)
-            self._values[(category_id, original_id)] = cached
-        return cached
-
-    def finding(self, number: int, values: Sequence[Label]) -> FindingRecord:
-        """A finding from its label values: dimensions in codebook order, each one's values in tree order
-        (duplicates, which a level creates, dropped). Findings with the same values share one mapping."""
-        as_read = tuple(values)
-        ordered = self._findings.get(as_read)
-        if ordered is not None:
-            return FindingRecord(number, ordered)
-        key = tuple(sorted(values, key=_label_key))
-        ordered = self._findings.get(key)
-        if ordered is None:
-            per_dimension: dict[str, list[tuple[int, Value]]] = defaultdict(list)
-            for dimension_id, category_id, original_id, pending in key:
-                name = self.dimension_keys[dimension_id]
-                if pending or category_id is None:
-                    per_dimension[name].append((-1, PENDING_VALUE))
-                else:
-                    value = self.value(category_id, original_id)
-                    per_dimension[name].append((self.category_order[category_id], value))
-            ordered = {}
-            for name in sorted(per_dimension, key=lambda k: self.dimension_order[k]):
-                chosen = tuple(dict.fromkeys(value for _, value in sorted(per_dimension[name], key=_first)))
-                # One tuple object per distinct value list, so writers can cache what they make of it.
-                ordered[name] = self._dimension_values.setdefault((name, chosen), chosen)
-            self._findings[key] = ordered
-        self._findings[as_read] = ordered
-        return FindingRecord(number, ordered)
-
-
-def _first(pair: tuple[int, Value]) -> int:
-    return pair[0]
-
-
-def _label_key(label: Label) -> tuple[int, int, int, bool]:
-    dimension_id, category_id, original_id, pending = label
-    return (dimension_id, category_id or 0, original_id or 0, pending)
-
-
 class StudyReader:
     """Reads one study's export records chunk by chunk (module docstring)."""
 
@@ -180,16 +108,47 @@ class StudyReader:
 
     # --- which rows ------------------------------------------------------------------------------------
 
-    def _decisions(self) -> QuerySet[Decision]:
-        """The study's current decisions that match the filters (the item's source included)."""
+    def _decisions(self, *, by_source: bool = True) -> QuerySet[Decision]:
+        """The study's current decisions that match the filters (the item's source included unless not
+        `by_source`)."""
         decisions = Decision.objects.filter(study=self.study, is_current=True)
         if self.options.provenance is not None:
             decisions = decisions.filter(provenance=self.options.provenance)
         if self.options.round is not None:
             decisions = decisions.filter(round__number=self.options.round)
-        if self.options.source is not None:
+        if by_source and self.options.source is not None:
             decisions = decisions.filter(item__source=self.options.source)
         return decisions
+
+    def _decided_items(self, last: int) -> list[tuple[Any, ...]]:
+        """The next `chunk_size` items after id `last` whose current decision matches the filters: (item
+        id, url, title, source, *`_DECISION_FIELDS` of the decision), in item id order.
+
+        The id bound is stated on both sides of the join (items and decisions): PostgreSQL merge-joins the
+        two in id order, and a side without the bound is scanned from its first row for every chunk,
+        which made the export quadratic in the study's size. From the decisions' side Django folds an
+        item id condition into ``decision.item_id``, so the query starts from the items.
+        """
+        current: dict[str, Any] = {
+            "decisions__study": self.study,
+            "decisions__is_current": True,
+            "decisions__item_id__gt": last,
+        }
+        if self.options.provenance is not None:
+            current["decisions__provenance"] = self.options.provenance
+        if self.options.round is not None:
+            current["decisions__round__number"] = self.options.round
+        items = Item.objects.filter(study=self.study, id__gt=last)
+        if self.options.source is not None:
+            items = items.filter(source=self.options.source)
+        # One filter() call, so that every condition and the columns below share one join to decisions.
+        return list(
+            items.filter(**current)
+            .order_by("id")
+            .values_list("id", "url", "title", "source", *(f"decisions__{f}" for f in _DECISION_FIELDS))[
+                : self.chunk_size
+            ]
+        )
 
     def _assignments(self) -> QuerySet[Assignment]:
         assignments = Assignment.objects.filter(study=self.study)
@@ -233,14 +192,7 @@ class StudyReader:
         while True:
             heads: dict[int, tuple[Any, ...]] = {}
             if self._gold_only:
-                rows = list(
-                    self._decisions()
-                    .filter(item_id__gt=last)
-                    .order_by("item_id")
-                    .values_list("item_id", "item__url", "item__title", "item__source", *_DECISION_FIELDS)[
-                        : self.chunk_size
-                    ]
-                )
+                rows = self._decided_items(last)
                 items = [row[:4] for row in rows]
                 heads = {row[0]: row[4:] for row in rows}
             else:
@@ -258,10 +210,12 @@ class StudyReader:
                 return
             first, last = items[0][0], items[-1][0]
             if not self._gold_only:
+                # The source filter is left out: `items` holds only items of that source already.
                 heads = {
                     row[0]: row[1:]
-                    for row in self._decisions()
+                    for row in self._decisions(by_source=False)
                     .filter(item_id__gte=first, item_id__lte=last)
+                    .order_by()
                     .values_list("item_id", *_DECISION_FIELDS)
                 }
             decisions = self._read_decisions(heads, first, last)
@@ -303,17 +257,11 @@ class StudyReader:
                 decision__item_id__lte=last,
             )
             .order_by("decision_id", "number")
-            .annotate(pending=SQLValue(False))
-            .values_list(
-                "decision_id",
-                "number",
-                "values__dimension_id",
-                "values__category_id",
-                "values__original_category_id",
-                "pending",
-            )
+            .values("decision_id", "number")
+            .annotate(labels=labels_text("values", pending=False))
+            .values_list("decision_id", "number", "labels")
         )
-        findings = _group_findings(rows)
+        findings = self._group_findings(rows)
         out = {}
         for item_id, head in heads.items():
             decision_id, round_number, provenance, rationale, username, at, version = head
@@ -324,54 +272,64 @@ class StudyReader:
                 decided_at=iso(at),
                 rationale=rationale,
                 codebook_version=version,
-                findings=tuple(
-                    self.values.finding(number, values)
-                    for number, values in sorted(findings.get(decision_id, {}).items())
-                ),
+                findings=findings.get(decision_id, ()),
             )
         return out
 
+    def _group_findings(self, rows: Iterable[tuple[int, int, str]]) -> dict[int, tuple[FindingRecord, ...]]:
+        """Rows (owner id, finding number, `labels_text`) ordered by owner and number → owner id → its
+        findings in number order."""
+        out: dict[int, list[FindingRecord]] = defaultdict(list)
+        finding = self.values.finding_from_text
+        for owner, number, text in rows:
+            out[owner].append(finding(number, text))
+        return {owner: tuple(findings) for owner, findings in out.items()}
+
     def _read_annotations(self, first: int, last: int) -> dict[int, list[AnnotationRecord]]:
+        """Item id → its assignments (all with `include_open`, else those with a submitted annotation) as
+        records, for the items `first`..`last`, in (round, annotator) order.
+
+        The annotations are read by their assignments' ids and the findings by their annotations' ids
+        (lists, in batches of `ID_BATCH`), which the database looks up in the one-to-one and (annotation,
+        number) indexes. Joined to the assignments of an id range instead, PostgreSQL hashes those and
+        scans the annotations of every study, for every chunk.
+        """
+        assignments = Assignment.objects.filter(study=self.study, item_id__gte=first, item_id__lte=last)
+        if self.options.round is not None:
+            assignments = assignments.filter(round__number=self.options.round)
         heads = list(
-            self._assignments()
-            .filter(item_id__gte=first, item_id__lte=last)
-            .order_by("item_id", "round__number", "annotator__username", "id")
-            .values_list(
-                "item_id",
-                "annotator__username",
-                "round__number",
-                "annotation__id",
-                "annotation__memo",
-                "annotation__submitted_at",
+            assignments.order_by("item_id", "round__number", "annotator__username", "id").values_list(
+                "id", "item_id", "annotator__username", "round__number"
             )
         )
-        findings: dict[int, dict[int, tuple[Label, ...]]] = {}
-        submitted = [h[3] for h in heads if h[5] is not None]
-        if submitted:
-            rows = (
-                Finding.objects.filter(
-                    # The id range lets the database walk the (annotation, number) index.
-                    annotation_id__gte=min(submitted),
-                    annotation_id__lte=max(submitted),
-                    annotation__assignment__study=self.study,
-                    annotation__assignment__item_id__gte=first,
-                    annotation__assignment__item_id__lte=last,
-                    annotation__submitted_at__isnull=False,
-                )
-                .order_by("annotation_id", "number")
-                .values_list(
-                    "annotation_id",
-                    "number",
-                    "values__dimension_id",
-                    "values__category_id",
-                    "values__original_category_id",
-                    "values__pending",
+        if not heads:
+            return {}
+        annotations: dict[int, tuple[int, str, datetime | None]] = {}
+        for batch in _batches([head[0] for head in heads]):
+            annotations.update(
+                (row[0], row[1:])
+                for row in Annotation.objects.filter(assignment_id__in=batch).values_list(
+                    "assignment_id", "id", "memo", "submitted_at"
                 )
             )
-            findings = _group_findings(rows)
+        findings: dict[int, tuple[FindingRecord, ...]] = {}
+        submitted = sorted(pk for pk, _, at in annotations.values() if at is not None)
+        for batch in _batches(submitted):
+            findings.update(
+                self._group_findings(
+                    Finding.objects.filter(annotation_id__in=batch)
+                    .order_by("annotation_id", "number")
+                    .values("annotation_id", "number")
+                    .annotate(labels=labels_text("values", pending=True))
+                    .values_list("annotation_id", "number", "labels")
+                )
+            )
         out: dict[int, list[AnnotationRecord]] = defaultdict(list)
-        for item_id, username, round_number, annotation_id, memo, submitted_at in heads:
+        for assignment_id, item_id, username, round_number in heads:
+            annotation_id, memo, submitted_at = annotations.get(assignment_id, (0, "", None))
             done = submitted_at is not None
+            if not done and not self.include_open:
+                continue
             out[item_id].append(
                 AnnotationRecord(
                     annotator=username,
@@ -379,25 +337,19 @@ class StudyReader:
                     status="submitted" if done else "open",
                     memo=(memo or "") if done else "",
                     submitted_at=iso(submitted_at),
-                    findings=tuple(
-                        self.values.finding(number, values)
-                        for number, values in sorted(findings.get(annotation_id, {}).items())
-                    )
-                    if done
-                    else (),
+                    findings=findings.get(annotation_id, ()) if done else (),
                 )
             )
         return out
 
 
-def _group_findings(rows: Iterable[tuple[Any, ...]]) -> dict[int, dict[int, tuple[Label, ...]]]:
-    """Rows (owner id, finding number, *`Label`) ordered by owner and number → owner id → finding number
-    → its labels (a finding without values has an empty tuple: its row's label columns are null)."""
-    out: dict[int, dict[int, tuple[Label, ...]]] = defaultdict(dict)
-    for (owner, number), group in groupby(rows, key=itemgetter(0, 1)):
-        # Columns 2-5 are already a Label (pending is a boolean column or a boolean constant).
-        out[owner][number] = tuple(row[2:] for row in group if row[2] is not None)
-    return out
+ID_BATCH = 5000
+"""The most ids one query of `StudyReader` lists (SQLite allows 32,766 parameters per query)."""
+
+
+def _batches(ids: list[int], size: int = ID_BATCH) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
 
 
 # --- Taxonomy counts ----------------------------------------------------------------------------------

@@ -11,14 +11,19 @@ SHA-256 computed, then atomically renamed (`os.replace`) to its final name; only
 *succeeded*. A job is downloadable only when it succeeded and has a checksum (`is_downloadable`), so a
 half-written file is never offered. A failed write removes its temporary file.
 
-Memory is bounded: records are read in chunks (`rows.StudyReader`) and each chunk is turned into a
-DataFrame, written and dropped. `stream_csv` serves a small study's CSV straight to the browser
-(`StreamingHttpResponse`) without a job.
+Memory is bounded: records are read in chunks (`rows.StudyReader`) and each chunk is written and
+dropped. `stream_csv` serves a small study's CSV straight to the browser (`StreamingHttpResponse`)
+without a job.
+
+CSV and JSON are written row by row (`tables.csv_writer`, `json_text.ItemJson`); pandas and openpyxl
+are imported only by the XLSX export and the preview, so that a fresh worker process does not pay
+about a second importing them for a CSV.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import openpyxl
-import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
@@ -49,6 +52,7 @@ from apps.taxonomy.index import CodebookIndex
 
 from . import tables
 from .counts import CountTable
+from .json_text import ItemJson
 from .models import ExportFormat, ExportJob
 from .rows import DEFAULT_CHUNK_SIZE, ExportOptions, StudyReader, gold_count_tables
 
@@ -305,19 +309,18 @@ def write_csv(
     handle: IO[str],
     progress: JobProgress | None = None,
 ) -> Written:
-    """The CSV dataset, chunk by chunk (header written once, even for an empty dataset)."""
+    """The CSV dataset, chunk by chunk (the header first, so an empty dataset has it too)."""
+    writer = tables.csv_writer(handle)
+    writer.writerow(tables.dataset_columns(dimensions, raw=raw))
+    cells = tables.DimensionCells(dimensions, escape=True)
     rows = items = 0
-    header = True
     for chunk in reader.chunks():
-        frame = tables.dataset_frame(chunk, dimensions, raw=raw, escape=True)
-        tables.write_csv(frame, handle, header=header, escape=False)
-        header = False
-        rows += len(frame)
+        lines = list(tables.dataset_rows(chunk, dimensions, raw=raw, escape=True, cells=cells))
+        writer.writerows(lines)
+        rows += len(lines)
         items += len(chunk)
         if progress is not None:
             progress.advance(len(chunk))
-    if header:
-        tables.write_csv(tables.dataset_frame([], dimensions, raw=raw), handle, header=True)
     return Written(rows, items)
 
 
@@ -331,11 +334,12 @@ def write_json(
 ) -> Written:
     """JSON (an array, one item object per line) or JSON Lines (one object per line)."""
     items = 0
+    line = ItemJson(raw=raw).line
     if not lines:
         handle.write("[")
     for chunk in reader.chunks():
         for item in chunk:
-            text = tables.json_line(tables.item_object(item, raw=raw))
+            text = line(item)
             if lines:
                 handle.write(text + "\n")
             else:
@@ -351,6 +355,8 @@ def write_json(
 def _write_xlsx(
     reader: StudyReader, dimensions: list[str], raw: bool, path: Path, progress: JobProgress | None
 ) -> Written:
+    import openpyxl
+
     # write_only keeps memory flat: rows go to a temporary XML stream, not a cell tree.
     book = openpyxl.Workbook(write_only=True)
     sheet = book.create_sheet("dataset")
@@ -380,6 +386,8 @@ class Preview:
 
 def preview(study: Study, options: ExportOptions, *, limit: int = 10) -> Preview:
     """The first `limit` rows of the CSV table the options describe, and how many items it holds."""
+    import pandas as pd
+
     index = CodebookIndex.for_study(study)
     reader = StudyReader(study, index, options, chunk_size=limit)
     dimensions = [d.key for d in index.all_dimensions]
@@ -416,14 +424,19 @@ def stream_csv(study: Study, options: ExportOptions, *, chunk_size: int = 500) -
     dimensions = [d.key for d in index.all_dimensions]
 
     def pieces() -> Iterator[str]:
-        header = True
+        buffer = io.StringIO()
+        writer = tables.csv_writer(buffer)
+        writer.writerow(tables.dataset_columns(dimensions, raw=options.raw))
+        cells = tables.DimensionCells(dimensions, escape=True)
         for chunk in reader.chunks():
-            frame = tables.dataset_frame(chunk, dimensions, raw=options.raw, escape=True)
-            yield frame.to_csv(index=False, header=header, lineterminator="\n", na_rep="")
-            header = False
-        if header:
-            empty = tables.dataset_frame([], dimensions, raw=options.raw)
-            yield empty.to_csv(index=False, header=True, lineterminator="\n")
+            writer.writerows(
+                tables.dataset_rows(chunk, dimensions, raw=options.raw, escape=True, cells=cells)
+            )
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        if buffer.tell():  # an empty dataset: the header alone
+            yield buffer.getvalue()
 
     return pieces()
 

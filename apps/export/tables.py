@@ -7,9 +7,13 @@ turns them into what the files hold (DESIGN.md §5 "Export", docs/export.md):
   columns `dataset_columns` names; with ``raw=True`` one more row per (item, annotator, finding) of every
   submitted annotation (column ``annotator`` set, ``provenance`` / ``decided_by`` / ``rationale`` empty,
   the annotator's memo in ``memo``);
-* `item_object`: the JSON / JSONL object of one item;
+* `item_object`: the JSON / JSONL object of one item (`json_text.ItemJson` writes its line faster);
 * `annotations_frame`: the replication package's raw labels file, a DESIGN.md §5 labels CSV with the
   category *key* in ``label`` and a few extra columns so that `package.import_study` loses nothing.
+
+The CSV files are written row by row (`dataset_rows`, `annotation_rows`) with `csv_writer`, the dialect
+pandas' ``to_csv`` writes, without building DataFrames; pandas is imported only by the functions that
+return one (XLSX, the preview), so that a CSV or JSON export never pays for importing it.
 
 Cells of the CSV and XLSX files go through `escape_cell` (the CSV formula-injection guard, OWASP): a text
 starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is prefixed with a single quote, so a
@@ -20,13 +24,15 @@ read back gives the exact original text.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 PATH_SEPARATOR = " > "
 VALUE_SEPARATOR = "; "
@@ -155,6 +161,8 @@ def unescape_cell(text: str) -> str:
 def xlsx_cell(value: object) -> object:
     """A value ready for openpyxl: texts escaped as for CSV (so none becomes a formula) and stripped of
     the control characters XML cannot hold; missing values (None, NaN, pandas NA) become None."""
+    import pandas as pd
+
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return None
     if isinstance(value, str):
@@ -204,12 +212,58 @@ def _unchanged(text: str) -> str:
     return text
 
 
+class DimensionCells:
+    """The dimension cells of findings (`join_values`, escaped with `escape`), made once per distinct
+    finding and kept across the chunks of an export.
+
+    The readers (`findings.ValueCache`) share one tuple per distinct value list of a dimension and one
+    mapping per distinct finding, so the cache is keyed by identity. It holds the objects it has seen,
+    so their ids cannot be reused meanwhile, and is emptied when it reaches `max_cached` of them.
+    """
+
+    def __init__(self, dimensions: Sequence[str], *, escape: bool = False, max_cached: int = 50_000) -> None:
+        self.dimensions = tuple(dimensions)
+        self.escape = escape
+        self.max_cached = max_cached
+        self.empty = ("",) * len(self.dimensions)
+        self._joined: dict[int, tuple[tuple[Value, ...], str]] = {}
+        self._rows: dict[int, tuple[Mapping[str, tuple[Value, ...]], tuple[str, ...]]] = {}
+
+    def _cell(self, values: tuple[Value, ...]) -> str:
+        cached = self._joined.get(id(values))
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        text = join_values(values)
+        if self.escape:
+            text = escape_cell(text)
+        self._joined[id(values)] = (values, text)
+        return text
+
+    def __call__(self, values: Mapping[str, tuple[Value, ...]]) -> tuple[str, ...]:
+        """The cells of one finding, one per dimension ("" for a dimension it has no value in)."""
+        cached = self._rows.get(id(values))
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        if len(self._rows) >= self.max_cached or len(self._joined) >= self.max_cached:
+            self._rows.clear()
+            self._joined.clear()
+        texts = tuple(self._cell(values[key]) if key in values else "" for key in self.dimensions)
+        self._rows[id(values)] = (values, texts)
+        return texts
+
+
 def dataset_rows(
-    items: Iterable[ExportItem], dimensions: Sequence[str], *, raw: bool = False, escape: bool = False
+    items: Iterable[ExportItem],
+    dimensions: Sequence[str],
+    *,
+    raw: bool = False,
+    escape: bool = False,
+    cells: DimensionCells | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """The rows of `dataset_frame` as tuples in `dataset_columns` order, in file order; with `escape`
     every text cell passed through `escape_cell` already (cheaper than `escape_frame` afterwards: the
-    cells of findings with the same values are built, and escaped, once).
+    cells of findings with the same values are built, and escaped, once). Pass the same `cells` (made
+    with the same dimensions and `escape`) for every chunk of an export to keep that work across chunks.
 
     Per item: one row per finding of its current decision (one row with an empty `finding` when the
     decision has none); with `raw`, then one row per finding of each submitted annotation, in the order
@@ -217,28 +271,11 @@ def dataset_rows(
     through its annotators' rows.
     """
     e = escape_cell if escape else _unchanged
-    empty = ("",) * len(dimensions)
-    # The readers (`rows.ValueCache`) share one tuple per distinct value list of a dimension, and one
-    # mapping per distinct finding: each is joined (and escaped) once. Cached objects are kept in the
-    # caches, so their ids cannot be reused meanwhile.
-    joined: dict[int, tuple[tuple[Value, ...], str]] = {}
-    rows: dict[int, tuple[Mapping[str, tuple[Value, ...]], tuple[str, ...]]] = {}
-
-    def cell(values: tuple[Value, ...]) -> str:
-        cached = joined.get(id(values))
-        if cached is not None and cached[0] is values:
-            return cached[1]
-        text = e(join_values(values))
-        joined[id(values)] = (values, text)
-        return text
-
-    def cells(values: Mapping[str, tuple[Value, ...]]) -> tuple[str, ...]:
-        cached = rows.get(id(values))
-        if cached is not None and cached[0] is values:
-            return cached[1]
-        texts = tuple(cell(values[key]) if key in values else "" for key in dimensions)
-        rows[id(values)] = (values, texts)
-        return texts
+    if cells is None:
+        cells = DimensionCells(dimensions, escape=escape)
+    elif cells.dimensions != tuple(dimensions) or cells.escape != escape:
+        raise ValueError("the cells cache was made for other dimensions or escaping")
+    empty = cells.empty
 
     for item in items:
         head = (e(item.url), e(item.title), e(item.source))
@@ -270,12 +307,21 @@ def dataset_frame(
 ) -> pd.DataFrame:
     """The dataset table (module docstring), unescaped unless `escape`: `round` and `finding` are nullable
     integers, every other column text ("" when empty)."""
+    import pandas as pd
+
     columns = dataset_columns(dimensions, raw=raw)
     rows = list(dataset_rows(items, dimensions, raw=raw, escape=escape))
     frame = pd.DataFrame.from_records(rows, columns=columns)
     for column in ("round", "finding"):
         frame[column] = frame[column].astype("Int64")
     return frame
+
+
+def csv_writer(handle: IO[str]) -> Any:
+    """A CSV writer for the export files: the dialect of pandas' ``to_csv`` (comma, double quotes only
+    where needed and doubled inside, ``\n`` line ends), which wrote them before; None is an empty cell,
+    as a missing value was."""
+    return csv.writer(handle, lineterminator="\n")
 
 
 def write_csv(frame: pd.DataFrame, handle: IO[str], *, header: bool, escape: bool = True) -> None:
@@ -295,7 +341,8 @@ def xlsx_rows(frame: pd.DataFrame) -> Iterator[list[object]]:
 # --- JSON ---------------------------------------------------------------------------------------------
 
 
-def _values_object(values: tuple[Value, ...]) -> list[dict[str, str]] | str:
+def values_object(values: tuple[Value, ...]) -> list[dict[str, str]] | str:
+    """A dimension's labels in JSON: ``[{"key", "path"[, "original"]}]``, or ``"pending"``."""
     if any(v.pending for v in values):
         return PENDING
     out = []
@@ -311,7 +358,7 @@ def finding_object(finding: FindingRecord) -> dict[str, Any]:
     """``{"finding": N, "labels": {dimension: [{"key", "path"[, "original"]}] | "pending"}}``."""
     return {
         "finding": finding.number,
-        "labels": {key: _values_object(values) for key, values in finding.values.items()},
+        "labels": {key: values_object(values) for key, values in finding.values.items()},
     }
 
 
@@ -356,48 +403,71 @@ def json_line(obj: Any) -> str:
 # --- The package's raw labels file --------------------------------------------------------------------
 
 
-def annotation_rows(items: Iterable[ExportItem], dimensions: Sequence[str]) -> Iterator[dict[str, Any]]:
-    """The rows of `annotations_frame`: per item, per annotation (in record order), one row per value
-    (dimensions in `dimensions` order, values in record order). A finding without values gives one row
-    with empty `dimension` and `label`; an annotation without findings (or an open assignment) one row
-    with an empty `finding` too."""
+def annotation_rows(
+    items: Iterable[ExportItem], dimensions: Sequence[str], *, escape: bool = False
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `annotations_frame` as tuples in `ANNOTATION_COLUMNS` order: per item, per annotation
+    (in record order), one row per value (dimensions in `dimensions` order, values in record order). A
+    finding without values gives one row with empty `dimension` and `label`; an annotation without
+    findings (or an open assignment) one row with an empty `finding` (None) too. With `escape` every text
+    cell is passed through `escape_cell`."""
+    e = escape_cell if escape else _unchanged
     order = {key: position for position, key in enumerate(dimensions)}
+    # Per distinct mapping of a finding (the readers share them, as for `dataset_rows`): its dimensions
+    # in file order, each with the cells of its values.
+    seen: dict[int, tuple[Mapping[str, tuple[Value, ...]], tuple[tuple[str, str, str, str], ...]]] = {}
+
+    def cells(values: Mapping[str, tuple[Value, ...]]) -> tuple[tuple[str, str, str, str], ...]:
+        cached = seen.get(id(values))
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        keys = sorted(values, key=lambda k: (order.get(k, len(order)), k))
+        out = tuple(
+            (
+                e(key),
+                e(PENDING if value.pending else value.key),
+                e("" if value.pending else value.path),
+                e(value.original),
+            )
+            for key in keys
+            for value in values[key]
+        )
+        seen[id(values)] = (values, out)
+        return out
+
     for item in items:
+        url = e(item.url)
         for annotation in item.annotations:
-            base = {
-                "item": item.url,
-                "annotator": annotation.annotator,
-                "round": annotation.round,
-                "memo": annotation.memo,
-                "status": annotation.status,
-                "submitted_at": annotation.submitted_at,
-            }
-            empty = {"dimension": "", "label": "", "path": "", "original": ""}
+            annotator, round_number = e(annotation.annotator), annotation.round
+            memo, status, at = e(annotation.memo), e(annotation.status), e(annotation.submitted_at)
             if not annotation.findings:
-                yield {**base, "finding": None, **empty}
+                yield (url, annotator, "", "", None, round_number, memo, "", "", status, at)
                 continue
             for finding in annotation.findings:
-                keys = sorted(finding.values, key=lambda k: (order.get(k, len(order)), k))
-                if not any(finding.values[k] for k in keys):
-                    yield {**base, "finding": finding.number, **empty}
-                for key in keys:
-                    for value in finding.values[key]:
-                        yield {
-                            **base,
-                            "finding": finding.number,
-                            "dimension": key,
-                            "label": PENDING if value.pending else value.key,
-                            "path": "" if value.pending else value.path,
-                            "original": value.original,
-                        }
+                labels = cells(finding.values)
+                if not labels:
+                    yield (url, annotator, "", "", finding.number, round_number, memo, "", "", status, at)
+                for dimension, label, path, original in labels:
+                    yield (
+                        url,
+                        annotator,
+                        dimension,
+                        label,
+                        finding.number,
+                        round_number,
+                        memo,
+                        path,
+                        original,
+                        status,
+                        at,
+                    )
 
 
 def annotations_frame(items: Iterable[ExportItem], dimensions: Sequence[str]) -> pd.DataFrame:
     """The package's ``annotations.csv`` table (`ANNOTATION_COLUMNS`), unescaped."""
+    import pandas as pd
+
     frame = pd.DataFrame.from_records(list(annotation_rows(items, dimensions)), columns=ANNOTATION_COLUMNS)
     for column in ("round", "finding"):
         frame[column] = frame[column].astype("Int64")
-    for column in ANNOTATION_COLUMNS:
-        if column not in ("round", "finding"):
-            frame[column] = frame[column].astype(object).where(frame[column].notna(), "")
     return frame

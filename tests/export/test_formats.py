@@ -163,10 +163,10 @@ def test_reading_costs_a_constant_number_of_queries_per_chunk(
     labelled: Study, django_assert_num_queries: object
 ) -> None:
     index = CodebookIndex.for_study(labelled)
-    # Items 1-2 and 3-4 (each chunk: items, decisions, decision findings, assignments, annotation
-    # findings), item 5 (no label: items, decisions, assignments), then the empty page that ends it.
+    # Items 1-2 and 3-4 (each chunk: items, decisions, decision findings, assignments, annotations,
+    # annotation findings), item 5 (no label: items, decisions, assignments), then the empty page.
     reader = StudyReader(labelled, index, ExportOptions(format="csv", raw=True), chunk_size=2)
-    with django_assert_num_queries(5 + 5 + 3 + 1):  # type: ignore[operator]
+    with django_assert_num_queries(6 + 6 + 3 + 1):  # type: ignore[operator]
         items = list(reader)
     assert [item.url[-1] for item in items] == ["1", "2", "3", "4"]
     # Gold only: decisions with their items, and their findings, per chunk.

@@ -15,14 +15,14 @@ from typing import Any
 def slow_down_exports(seconds: float) -> None:
     from apps.export import services, tables
 
-    real = tables.dataset_frame
+    real = tables.dataset_rows
 
-    def slow_frame(*args: Any, **kwargs: Any) -> Any:
+    def slow_rows(*args: Any, **kwargs: Any) -> Any:
         time.sleep(seconds)
         return real(*args, **kwargs)
 
     services.DEFAULT_CHUNK_SIZE = 20  # type: ignore[attr-defined]
-    tables.dataset_frame = slow_frame  # type: ignore[assignment]
+    tables.dataset_rows = slow_rows  # type: ignore[assignment]
 
 
 def main() -> None:
