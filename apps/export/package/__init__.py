@@ -5,7 +5,8 @@ study (``import_study STUDY PACKAGE.zip``), losslessly: exporting the imported s
 dataset files. Modules: `build` (writing a package), `report` (its README and agreement Markdown, pure
 text), `restore` (import_study: check everything, then write in one transaction), with the checks in
 `reading` (zip, manifest, study, rounds, items), `codebook_check` and `labels` (annotations and
-decisions), and the writes in `writing`.
+decisions), and the writes in `writing` (users, codebook), `restore_items` and `restore_labels`, all in
+bulk (`bulk`).
 """
 
 from .build import DATASET_FILES, MANIFEST, PACKAGE_FORMAT, build_package

@@ -7,7 +7,7 @@ import csv
 import json
 import zipfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +17,13 @@ from .. import tables
 from .codebook_check import PackageCodebook, check_value
 from .reading import Problems, expect, read_time, text_lines, username_field
 
+Label = tuple[str, int | None, int | None]
+"""(dimension key, category id in the package's codebook index or None for pending, original or None)."""
+Findings = tuple[tuple[int, tuple[Label, ...]], ...]
+"""(finding number, its labels) by finding number."""
 
-@dataclass
+
+@dataclass(slots=True)
 class PlannedAnnotation:
     url: str
     annotator: str
@@ -27,8 +32,11 @@ class PlannedAnnotation:
     memo: str
     submitted_at: datetime | None
     row: int
-    findings: dict[int, list[tuple[str, int | None, int | None]]] = field(default_factory=dict)
-    """finding number → (dimension key, category id in the package index or None for pending, original)."""
+    findings: Findings = ()
+
+
+def _frozen(findings: dict[int, list[Label]]) -> Findings:
+    return tuple((number, tuple(findings[number])) for number in sorted(findings))
 
 
 def read_annotations(
@@ -39,27 +47,46 @@ def read_annotations(
     problems: Problems,
     users: set[str],
 ) -> list[PlannedAnnotation]:
+    """The annotations of annotations.csv (one per item, round and annotator), each row checked.
+
+    A package holds hundreds of thousands of rows, and the annotations are kept until they are written:
+    repeated texts (item URLs, usernames, dimension keys) and values are stored once, not once a row."""
     name = "annotations.csv"
     reader = csv.reader(text_lines(archive, name))
     header = next(reader, None)
     if header is None or tuple(header) != tables.ANNOTATION_COLUMNS:
         problems.add(f"{name} row 1", f"the header must be {','.join(tables.ANNOTATION_COLUMNS)}")
         return []
+    dimension_keys = {d.key for d in book.index.all_dimensions}
     groups: dict[tuple[str, int, str], PlannedAnnotation] = {}
-    seen: set[tuple[str, int, str, int, str, int | None]] = set()
+    texts: dict[str, str] = {}
+    annotators: dict[str, str] = {}
+    labels: dict[Label, Label] = {}
+    last_time: tuple[str, datetime | None] = ("", None)
+    # The findings of the annotation being read grow in `findings`; the others are kept frozen (tuples
+    # take half the memory of dicts of lists). An annotation's rows usually follow each other.
+    active: PlannedAnnotation | None = None
+    findings: dict[int, list[Label]] = {}
     try:
         for row_number, cells in enumerate(reader, start=2):
             where = f"{name} row {row_number}"
             if len(cells) != len(header):
                 problems.add(where, f"{len(cells)} cells but the header has {len(header)}")
                 continue
-            row = dict(zip(header, (tables.unescape_cell(c) for c in cells), strict=True))
+            # Only a cell starting with a quote can carry the CSV formula guard (tables.escape_cell).
+            row = dict(
+                zip(header, (tables.unescape_cell(c) if c[:1] == "'" else c for c in cells), strict=True)
+            )
             if row["item"] not in urls:
                 problems.add(f"{where}, item", f"{row['item']!r} is not an item of items.jsonl"[:300])
                 continue
-            annotator = username_field(
-                row["annotator"], f"{where}, annotator", problems, users, required=True
-            )
+            annotator = annotators.get(row["annotator"], "")
+            if not annotator:
+                annotator = username_field(
+                    row["annotator"], f"{where}, annotator", problems, users, required=True
+                )
+                if annotator:
+                    annotators[annotator] = annotator
             try:
                 round_number = int(row["round"])
             except ValueError:
@@ -72,24 +99,34 @@ def read_annotations(
             if status not in ("submitted", "open"):
                 problems.add(f"{where}, status", f"expected submitted or open, got {status!r}")
                 continue
-            submitted_at = read_time(
-                row["submitted_at"], f"{where}, submitted_at", problems, required=status == "submitted"
-            )
+            submitted_at: datetime | None
+            if last_time[1] is not None and row["submitted_at"] == last_time[0]:  # the same annotation
+                submitted_at = last_time[1]
+            else:
+                submitted_at = read_time(
+                    row["submitted_at"], f"{where}, submitted_at", problems, required=status == "submitted"
+                )
+                last_time = (row["submitted_at"], submitted_at)
             if not annotator:
                 continue
-            key = (row["item"], round_number, annotator)
+            url = texts.setdefault(row["item"], row["item"])
+            key = (url, round_number, annotator)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = PlannedAnnotation(
-                    row["item"], annotator, round_number, status, row["memo"], submitted_at, row_number
+                    url, annotator, round_number, status, row["memo"], submitted_at, row_number
                 )
             elif (group.status, group.memo, group.submitted_at) != (status, row["memo"], submitted_at):
                 problems.add(
                     where, f"status, memo or submitted_at differ from row {group.row} of the same annotation"
                 )
                 continue
+            if group is not active:
+                if active is not None:
+                    active.findings = _frozen(findings)
+                active, findings = group, {number: list(values) for number, values in group.findings}
             if not row["finding"]:
-                if row["dimension"] or row["label"] or any(group.findings):
+                if row["dimension"] or row["label"] or any(findings):
                     problems.add(
                         where,
                         "a row without a finding number must have no label and be the annotation's only row",
@@ -105,11 +142,11 @@ def read_annotations(
             except ValueError:
                 problems.add(f"{where}, finding", f"expected a whole number ≥ 1, got {row['finding']!r}")
                 continue
-            values = group.findings.setdefault(number, [])
+            values = findings.setdefault(number, [])
             if not row["dimension"]:
                 continue
-            dimension = row["dimension"]
-            if dimension not in {d.key for d in book.index.all_dimensions}:
+            dimension = texts.setdefault(row["dimension"], row["dimension"])
+            if dimension not in dimension_keys:
                 problems.add(f"{where}, dimension", f"no dimension {dimension!r} in codebook.json")
                 continue
             if row["label"] == tables.PENDING:
@@ -125,8 +162,7 @@ def read_annotations(
                 )
                 if category is None:
                     continue
-            marker = (*key, number, dimension, category)
-            if marker in seen:
+            if any(d == dimension and c == category for d, c, _ in values):
                 problems.add(where, "the same label twice in one finding")
                 continue
             if any(d == dimension and (c is None) != (category is None) for d, c, _ in values):
@@ -134,15 +170,16 @@ def read_annotations(
                     where, f"dimension {dimension!r} of finding {number} is both pending and a category"
                 )
                 continue
-            seen.add(marker)
-            values.append((dimension, category, original))
+            value = (dimension, category, original)
+            values.append(labels.setdefault(value, value))
     except csv.Error as exc:
         problems.add(name, f"not readable as CSV: {exc}")
+    if active is not None:
+        active.findings = _frozen(findings)
     return list(groups.values())
 
 
-@dataclass
-@dataclass
+@dataclass(slots=True)
 class PlannedDecision:
     url: str
     round: int | None
@@ -157,16 +194,15 @@ class PlannedDecision:
 def dataset_objects(archive: zipfile.ZipFile, problems: Problems) -> Iterator[tuple[int, Any]]:
     """The objects of dataset.json with their line numbers (one per line, as `build` writes them; any
     other valid JSON array is read whole)."""
-    lines = list(text_lines(archive, "dataset.json"))
     try:
-        for number, line in enumerate(lines, start=1):
+        for number, line in enumerate(text_lines(archive, "dataset.json"), start=1):
             text = line.strip().rstrip(",")
             if text in ("[", "]", "[]", ""):
                 continue
             yield number, json.loads(text)
     except ValueError:
         try:
-            data = json.loads("".join(lines))
+            data = json.loads(archive.read("dataset.json").decode("utf-8"))
         except ValueError as exc:
             problems.add("dataset.json", f"not valid JSON ({exc})")
             return
@@ -186,6 +222,9 @@ def read_decisions(
 ) -> list[PlannedDecision]:
     decisions: list[PlannedDecision] = []
     seen: dict[str, int] = {}
+    dimension_keys = {d.key for d in book.index.all_dimensions}
+    texts: dict[str, str] = {}  # repeated texts (keys, usernames, provenances) held once
+    labels_seen: dict[tuple[str, int, int | None], tuple[str, int, int | None]] = {}
     for number, obj in dataset_objects(archive, problems):
         where = f"dataset.json line {number}" if number else "dataset.json"
         if not expect(obj, dict, where, problems):
@@ -229,7 +268,7 @@ def read_decisions(
                 continue
             values: list[tuple[str, int, int | None]] = []
             for dimension, chosen in labels.items():
-                if dimension not in {d.key for d in book.index.all_dimensions}:
+                if dimension not in dimension_keys:
                     problems.add(f"{at}.labels", f"no dimension {dimension!r} in codebook.json")
                     continue
                 if not isinstance(chosen, list) or not all(isinstance(v, dict) for v in chosen):
@@ -259,7 +298,8 @@ def read_decisions(
                             problems,
                         )
                     if category is not None:
-                        values.append((dimension, category, original))
+                        label = (texts.setdefault(dimension, dimension), category, original)
+                        values.append(labels_seen.setdefault(label, label))
             findings.append(values)
         if len(problems.items) > before or decided_at is None:
             continue
@@ -267,8 +307,8 @@ def read_decisions(
             PlannedDecision(
                 url=url,
                 round=round_number,
-                provenance=obj["provenance"],
-                decided_by=decided_by,
+                provenance=texts.setdefault(obj["provenance"], obj["provenance"]),
+                decided_by=texts.setdefault(decided_by, decided_by),
                 decided_at=decided_at,
                 rationale=obj.get("rationale") or "",
                 codebook_version=version,

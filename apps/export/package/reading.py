@@ -380,19 +380,13 @@ def read_items(archive: zipfile.ZipFile, problems: Problems, users: set[str]) ->
     return urls
 
 
-def item_records(
-    archive: zipfile.ZipFile, screening: dict[str, tuple[str, str, str]]
-) -> Iterator[ItemRecord]:
-    """The checked items again, as records to write (and their screening fields into `screening`)."""
+def item_records(archive: zipfile.ZipFile) -> Iterator[tuple[ItemRecord, tuple[str, str, str]]]:
+    """The checked items again, as records to write, each with its screening (relevance, reason,
+    screener's username or "")."""
     ignored = Problems()
     for line in text_lines(archive, "items.jsonl"):
         if line.strip():
             raw = json.loads(line)
             record = item_record(raw, "", ignored, set())
             assert record is not None  # checked by read_items
-            screening[record.url] = (
-                raw["relevance"],
-                raw.get("relevance_reason") or "",
-                raw.get("screened_by") or "",
-            )
-            yield record
+            yield record, (raw["relevance"], raw.get("relevance_reason") or "", raw.get("screened_by") or "")
