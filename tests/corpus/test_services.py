@@ -502,3 +502,29 @@ def test_copying_a_url_that_appeared_meanwhile_gives_way_to_the_upsert(
 
     assert Item.objects.filter(url=record(2).url).count() == 0  # the failed COPY left nothing behind
     assert Item.objects.get(url=record(1).url).body.startswith("Training hangs")
+
+
+@pytest.mark.postgres
+def test_statistics_follow_the_growth_of_the_study_not_of_the_table(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another study's 3,000 items must not hide that this one is new: its lookups by URL go through
+    the (study, url) index only once ANALYZE knows the study has rows (the import turned quadratic)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("planner statistics are PostgreSQL's")
+    from apps.corpus.services import pg
+
+    other = Study.objects.create(slug="big", name="Big")
+    upsert_records(other, [make_record(n) for n in range(1, 3001)])
+    pg.refresh_statistics()
+    analyzed: list[bool] = []
+    monkeypatch.setattr(pg, "refresh_statistics", lambda columns_only=False: analyzed.append(columns_only))
+
+    watch = pg.GrowthWatch(study.pk)
+    watch.wrote(999)
+    assert analyzed == []
+    watch.wrote(1)  # 1,000 rows written into a study that had none
+    assert analyzed == [True]
+    watch.wrote(2999)
+    watch.wrote(1)  # x4
+    assert analyzed == [True, True]

@@ -1,14 +1,15 @@
 """Indexes of the item list: keyset pages within a study, and title search.
 
 `item_study_keyset` (study, id) lets a page start exactly where it begins, whatever other studies hold.
-On PostgreSQL, a trigram GIN index on `title` (extension pg_trgm, trusted since PostgreSQL 13) serves
-`title ILIKE '%q%'` for rare words, which otherwise scan every item of the study; SQLite has no such
+On PostgreSQL, a trigram GIN index on `UPPER(title)` (extension pg_trgm, trusted since PostgreSQL 13) serves
+`title__icontains` (`UPPER(title) LIKE UPPER('%q%')`) for rare words, which otherwise scan every item of the study; SQLite has no such
 index and scans (its studies are the small, embedded ones).
 """
 
 from django.db import migrations, models
 
-TRIGRAM = "CREATE INDEX IF NOT EXISTS item_title_trgm ON corpus_item USING gin (title gin_trgm_ops)"
+# On UPPER(title): Django's `title__icontains` is `UPPER(title) LIKE UPPER('%q%')` on PostgreSQL.
+TRIGRAM = "CREATE INDEX IF NOT EXISTS item_title_trgm ON corpus_item USING gin ((UPPER(title)) gin_trgm_ops)"
 
 
 def add_trigram_index(apps, schema_editor):

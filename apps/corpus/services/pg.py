@@ -78,22 +78,24 @@ def refresh_statistics(columns_only: bool = False) -> None:
 
 
 class GrowthWatch:
-    """Refreshes the planner statistics each time a bulk import has multiplied the table's size.
+    """Refreshes the planner statistics each time a bulk import has multiplied the study's size.
 
-    A first import into an empty table runs with statistics that say "no rows": PostgreSQL then looks
-    stored hashes up through the `study` index and filters every item of the study, per URL, and the
-    import turns quadratic. ANALYZE counts the rows the import's own transaction has inserted, so
-    refreshing at 1,000, 4,000, 16,000... rows written keeps every lookup on the (study, url) index
-    at the cost of a few ANALYZEs (each samples at most 30,000 rows).
+    A first import into a study runs with statistics that say it has no rows: PostgreSQL then looks
+    stored hashes up through another index that starts with `study_id` (the item list's
+    `item_study_keyset`, the smallest) and filters every item of the study, per URL, and the import
+    turns quadratic. ANALYZE counts the rows the import's own transaction has inserted, so refreshing
+    at 1,000, 4,000, 16,000... rows written into the study keeps every lookup on the (study, url) index
+    at the cost of a few ANALYZEs (each samples at most 30,000 rows). The study's own size is what
+    counts: a table already holding other studies' items says nothing about this one.
     """
 
     FACTOR = 4
 
-    def __init__(self) -> None:
+    def __init__(self, study_id: int) -> None:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Item._meta.db_table])
+            cursor.execute(f"SELECT count(*) FROM {_table(Item)} WHERE study_id = %s", [study_id])
             row = cursor.fetchone()
-        self.known = max(float(row[0]) if row else 0.0, 0.0)  # -1 means never analyzed
+        self.known = float(row[0]) if row else 0.0
         self.written = 0
 
     def wrote(self, rows: int) -> None:

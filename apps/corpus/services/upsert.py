@@ -284,7 +284,7 @@ class _Writer:
             created, updated, unchanged = store_batch(self.study_id, batch, self.replace_comments)
         if created and connection.vendor == "postgresql":
             if self._growth is None:
-                self._growth = pg.GrowthWatch()
+                self._growth = pg.GrowthWatch(self.study_id)
             self._growth.wrote(created)
         if settings.DEBUG and not connection.force_debug_cursor:
             # DEBUG keeps every statement with its values: a 100,000-item import would keep gigabytes.
