@@ -87,8 +87,12 @@ def test_a_merge_in_the_codebook_makes_the_cached_values_stale(
 
 
 def test_a_change_that_sends_no_signal_is_seen_once_the_cached_value_expires(
-    labelled: Study, monkeypatch: pytest.MonkeyPatch
+    labelled: Study, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
+    # The local-memory cache reads `time.time`, which the test moves; Redis (CI) keeps its own clock.
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ttl"}
+    }
     first = services.fingerprint(labelled)
     LabelValue.objects.filter(finding__annotation__assignment__study=labelled).first().delete()  # type: ignore[union-attr]
     assert services.fingerprint(labelled) == first  # the admin or a shell: no signal
