@@ -109,7 +109,7 @@ class GrowthWatch:
 # --- text format -------------------------------------------------------------------------------------
 
 
-def _escape(text: str) -> str:
+def copy_escape(text: str) -> str:
     """A value in COPY's text format: backslash, tab, newline and carriage return escaped; NUL replaced
     (PostgreSQL text cannot hold it; GitHub bodies occasionally do)."""
     if "\\" in text:
@@ -129,7 +129,7 @@ def _json_text(value: Any) -> str:
     text = json.dumps(value, default=str)  # ASCII escapes; jsonb decodes them
     if "\\u0000" in text:
         text = text.replace("\\u0000", "\\ufffd")
-    return _escape(text)
+    return copy_escape(text)
 
 
 def _copy_text(value: Any) -> str:
@@ -144,7 +144,7 @@ def _copy_text(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, dict | list):
         return _json_text(value)
-    return _escape(str(value))
+    return copy_escape(str(value))
 
 
 def _time(value: datetime | None) -> str:
@@ -203,11 +203,11 @@ def copy_new_items(
             (
                 str(item_id),
                 str(study_id),
-                _escape(record.url),
-                _escape(record.source),
-                _escape(record.external_id[:_EXTERNAL_ID_MAX]),
-                _escape(record.title[:_TITLE_MAX]),
-                _escape(record.body),
+                copy_escape(record.url),
+                copy_escape(record.source),
+                copy_escape(record.external_id[:_EXTERNAL_ID_MAX]),
+                copy_escape(record.title[:_TITLE_MAX]),
+                copy_escape(record.body),
                 record.body_format,
                 _json_text(record.tags),
                 _json_text(record.metadata),
@@ -307,9 +307,9 @@ def copy_comments(comments: list[tuple[int, ItemRecord]]) -> None:
             (
                 str(item_id),
                 str(position),
-                _escape(comment.external_id[:_COMMENT_ID_MAX]),
-                _escape(comment.author[:_AUTHOR_MAX]),
-                _escape(comment.body),
+                copy_escape(comment.external_id[:_COMMENT_ID_MAX]),
+                copy_escape(comment.author[:_AUTHOR_MAX]),
+                copy_escape(comment.body),
                 comment.body_format,
                 "t" if comment.is_answer else "f",
                 "t" if comment.is_accepted else "f",

@@ -22,6 +22,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import BooleanField, DateTimeField, Field, JSONField, Model
 
+from apps.corpus.services.pg import copy_escape  # NUL becomes U+FFFD, as the item import writes it
+
 BATCH_SIZE = 5000
 
 Row = Mapping[str, Any]
@@ -58,22 +60,6 @@ def _fields(model: type[Model]) -> list[Field[Any, Any]]:
     return [f for f in model._meta.concrete_fields if isinstance(f, Field)]
 
 
-def _escape(text: str) -> str:
-    """A value in COPY's text format; NUL, which PostgreSQL text cannot hold, becomes U+FFFD (as the
-    item import writes it, `apps.corpus.services.pg`)."""
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    if "\t" in text:
-        text = text.replace("\t", "\\t")
-    if "\n" in text:
-        text = text.replace("\n", "\\n")
-    if "\r" in text:
-        text = text.replace("\r", "\\r")
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    return text
-
-
 def _converter(field: Field[Any, Any]) -> Callable[[Any], str]:
     """The function that writes one non-null value of `field` in COPY's text format."""
     if isinstance(field, JSONField):
@@ -83,14 +69,14 @@ def _converter(field: Field[Any, Any]) -> Callable[[Any], str]:
             text = json.dumps(value, cls=encoder)  # ASCII escapes; jsonb decodes them
             if "\\u0000" in text:
                 text = text.replace("\\u0000", "\\ufffd")
-            return _escape(text)
+            return copy_escape(text)
 
         return as_json
     if isinstance(field, BooleanField):
         return lambda value: "t" if value else "f"
     if isinstance(field, DateTimeField):
-        return lambda value: value.isoformat() if isinstance(value, datetime) else _escape(str(value))
-    return lambda value: _escape(str(value))
+        return lambda value: value.isoformat() if isinstance(value, datetime) else copy_escape(str(value))
+    return lambda value: copy_escape(str(value))
 
 
 def _text(convert: Callable[[Any], str], value: Any) -> str:
