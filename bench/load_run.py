@@ -156,6 +156,7 @@ def build_study(annotators: int, leads: int, per_annotator: int, sessions: dict[
         for i, item in enumerate(Item.objects.filter(study=study).order_by("id"))
     )
     assign_round(study, 1, names, overlap=2)
+    from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
 
@@ -164,7 +165,7 @@ def build_study(annotators: int, leads: int, per_annotator: int, sessions: dict[
     for user in users:  # logged in already (logging in is measured apart: PBKDF2 costs ~1 s of CPU)
         store = SessionStore()
         store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         sessions[user.username] = str(store.session_key)

@@ -126,6 +126,10 @@ def _database() -> dict[str, object]:
 DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
+# Django's database sessions and ModelBackend, each reading its row with one hand-written statement on every
+# request instead of an ORM query (apps/core/sql.py, docs/decisions/0004-hand-written-hot-queries.md).
+AUTHENTICATION_BACKENDS = ["apps.accounts.backends.UserBackend"]
+SESSION_ENGINE = "apps.accounts.sessions"
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

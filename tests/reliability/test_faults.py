@@ -28,6 +28,7 @@ import psycopg2
 import pytest
 import requests
 import responses
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -180,7 +181,7 @@ def session_for(user: User) -> str:
     """A logged-in session stored in the database (what logging in leaves behind)."""
     store = SessionStore()
     store[SESSION_KEY] = str(user.pk)
-    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
     store[HASH_SESSION_KEY] = user.get_session_auth_hash()
     store.save()
     return str(store.session_key)

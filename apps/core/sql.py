@@ -1,0 +1,133 @@
+"""Hand-written SQL for the hottest reads: model instances without the ORM's query compiler.
+
+On the two-core machines Taxonomist is measured on, building and compiling one ORM query costs
+0.5-1.5 ms of Python, several times what PostgreSQL needs to run it (docs/decisions/0004). The few
+statements run on every request (session, user, membership) or on every label (next item, submit) are
+written by hand instead; everything else keeps the ORM.
+
+`columns(Model, alias)` lists a model's concrete columns in the model's field order, so a row selected
+with it is built positionally by `instance(Model, row)`, the way the ORM builds its own rows
+(`Model.from_db`), whatever order the table's columns have on disk.
+
+`Statement(name, sql, types)` runs a statement as a PostgreSQL prepared statement, prepared once per
+database connection: planning is what most of a complex statement's time goes to (0.5 of 0.8 ms for the
+next item, 0.7 of 0.85 ms for a submission's consolidation read), and a prepared statement is planned
+once for the connection's life.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+
+
+@cache
+def columns(model: type[Model], alias: str) -> str:
+    """`alias."col", ...` for the model's concrete fields, in the order `instance` expects them."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+@cache
+def _attnames(model: type[Model]) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+def _converters(model: type[Model]) -> list[tuple[int, Any, list[Converter]]]:
+    """Per column of `columns(model, ...)` that needs one, the converters the ORM's compiler applies to
+    it (the backend's, then the field's): JSON parsed from text, SQLite's dates and booleans, ...
+    Computed once per model and database backend."""
+    key = (model, connection.vendor)
+    found = _CONVERTERS.get(key)
+    if found is None:
+        found = []
+        for position, field in enumerate(model._meta.concrete_fields):
+            col = field.get_col(model._meta.db_table)
+            converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if converters:
+                found.append((position, col, converters))
+        _CONVERTERS[key] = found
+    return found
+
+
+_CONVERTERS: dict[tuple[type[Model], str], list[tuple[int, Any, list[Converter]]]] = {}
+
+
+def width(model: type[Model]) -> int:
+    """How many values of a row selected with `columns(model, ...)` belong to the model."""
+    return len(model._meta.concrete_fields)
+
+
+def instance[M: Model](model: type[M], values: Sequence[Any]) -> M:
+    """The model instance of one row selected with `columns(model, ...)`, as the ORM would build it: the
+    values converted as the ORM converts them (`_converters`), then `Model.from_db`."""
+    row = list(values)
+    for position, col, converters in _converters(model):
+        value = row[position]
+        for convert in converters:
+            value = convert(value, col, connection)
+        row[position] = value
+    return model.from_db(connection.alias, _attnames(model), row)
+
+
+# Per database connection: the raw connection object the statements were prepared on (a new one after a
+# reconnect has none) and their names.
+_PREPARED_ON = "_taxonomist_prepared_on"
+_PARAMETER = re.compile(r"%\((\w+)\)s")
+
+
+class Statement:
+    """A hand-written statement with ``%(name)s`` parameters, run as the prepared statement `name` of the
+    connection on PostgreSQL (prepared on first use: one planning per connection instead of one per call)
+    and as a plain statement elsewhere. `types` gives each parameter's PostgreSQL type.
+
+    Prepared statements outlive transactions (a rollback keeps them) and end with the connection; a
+    connection that `DISCARD`s them behind Django's back (a transaction-mode pooler) is not supported."""
+
+    def __init__(self, name: str, sql: str, types: Mapping[str, str]) -> None:
+        appearances = _PARAMETER.findall(sql)
+        order = list(dict.fromkeys(appearances))
+        if set(order) != set(types):
+            raise ValueError(f"{name}: parameters {sorted(order)} but types for {sorted(types)}")
+        self.name = name
+        self.sql = sql
+        self._order = order
+        self._appearances = appearances
+        self._prepare = f"PREPARE {name} ({', '.join(types[n] for n in order)}) AS " + _PARAMETER.sub(
+            lambda m: f"${order.index(m.group(1)) + 1}", sql
+        )
+        self._execute = f"EXECUTE {name} ({', '.join(['%s'] * len(order))})" if order else f"EXECUTE {name}"
+        self._portable = _PARAMETER.sub("%s", sql)
+
+    def run(self, params: Mapping[str, Any]) -> tuple[list[tuple[Any, ...]], int]:
+        """The statement's rows (all of them; these statements return few) and its row count."""
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                self._ensure_prepared(cursor)
+                cursor.execute(self._execute, [params[n] for n in self._order])
+            else:
+                cursor.execute(self._portable, [params[n] for n in self._appearances])
+            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+            return rows, cursor.rowcount
+
+    def one(self, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The first row, or None."""
+        rows, _ = self.run(params)
+        return rows[0] if rows else None
+
+    def _ensure_prepared(self, cursor: Any) -> None:
+        raw = connection.connection
+        done: tuple[object, set[str]] | None = getattr(connection, _PREPARED_ON, None)
+        if done is None or done[0] is not raw:
+            done = (raw, set())
+            setattr(connection, _PREPARED_ON, done)
+        if self.name not in done[1]:
+            cursor.execute(self._prepare)
+            done[1].add(self.name)
