@@ -8,7 +8,7 @@ functions take an item or a study the caller already fetched through `access_stu
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from apps.core.sql import Statement, columns, instance, width
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
@@ -121,35 +122,106 @@ def item_labels(
         return ItemLabels(item, round_id, assignments=in_round, annotations=annotations)
     follow = merged_targets(item.study_id, index=index)
     follow.update(remap or {})
-    per_annotation: dict[int, dict[int, dict[str, FindingValue]]] = {a.pk: {} for a in annotations}
-    rows = LabelValue.objects.filter(finding__annotation__in=[a.pk for a in annotations]).values_list(
+    ids = [a.pk for a in annotations]
+    values = LabelValue.objects.filter(finding__annotation__in=ids).values_list(
         "id", "finding__annotation_id", "finding__number", "dimension__key", "category_id", "pending"
     )
-    numbers: dict[int, set[int]] = {a.pk: set() for a in annotations}
-    for value_id, annotation_id, number, dimension, category_id, pending in rows:
+    # A finding with no values at all still counts (as an empty finding): load the numbers too.
+    numbers = Finding.objects.filter(annotation__in=ids).values_list("annotation_id", "number")
+    return _assemble(item, round_id, in_round, annotations, values, numbers, follow, label_remap)
+
+
+def _assemble(
+    item: Item,
+    round_id: int,
+    in_round: list[Assignment],
+    annotations: list[Annotation],
+    values: Iterable[tuple[int, int, int, str, int | None, bool]],
+    numbers: Iterable[tuple[int, int]],
+    follow: dict[int, int],
+    label_remap: Mapping[int, int] | None,
+) -> ItemLabels:
+    """`ItemLabels` from the label rows (value id, annotation id, finding number, dimension key, category
+    id, pending) and the finding rows (annotation id, finding number) of `annotations`."""
+    per_annotation: dict[int, dict[int, dict[str, FindingValue]]] = {a.pk: {} for a in annotations}
+    found: dict[int, set[int]] = {a.pk: set() for a in annotations}
+    for value_id, annotation_id, number, dimension, category_id, pending in values:
         finding = per_annotation[annotation_id].setdefault(number, {})
-        numbers[annotation_id].add(number)
+        found[annotation_id].add(number)
         if pending:
             finding[dimension] = PENDING
             continue
         category = (label_remap or {}).get(value_id, category_id)
+        assert (
+            category is not None
+        )  # a value is pending or names a category (labelvalue_category_xor_pending)
         category = _follow(category, follow)
         previous = finding.get(dimension)
         finding[dimension] = frozenset({category}) | (previous if isinstance(previous, frozenset) else set())
-    # A finding with no values at all still counts (as an empty finding): load the numbers too.
-    for annotation_id, number in Finding.objects.filter(
-        annotation__in=[a.pk for a in annotations]
-    ).values_list("annotation_id", "number"):
+    for annotation_id, number in numbers:
         per_annotation[annotation_id].setdefault(number, {})
-        numbers[annotation_id].add(number)
+        found[annotation_id].add(number)
     return ItemLabels(
         item,
         round_id,
         assignments=in_round,
         annotations=annotations,
         findings=[[per_annotation[a.pk][n] for n in sorted(per_annotation[a.pk])] for a in annotations],
-        finding_numbers=[sorted(numbers[a.pk]) for a in annotations],
+        finding_numbers=[sorted(found[a.pk]) for a in annotations],
         follow=follow,
+    )
+
+
+# The labels of one round of one item in one statement (the submission's consolidation, apps/core/sql.py):
+# each assignment with its annotation, findings and label values, one row per value (or per finding
+# without values, or per assignment without findings).
+_ROUND_LABELS = Statement(
+    "taxonomist_round_labels",
+    f"""
+SELECT {columns(Assignment, "a")}, {columns(Annotation, "n")}, f.number, v.id, v.dimension_id, v.category_id,
+       v.pending
+FROM "{Assignment._meta.db_table}" a
+LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
+LEFT JOIN "{Finding._meta.db_table}" f ON f.annotation_id = n.id
+LEFT JOIN "{LabelValue._meta.db_table}" v ON v.finding_id = f.id
+WHERE a.item_id = %(item)s AND a.round_id = %(round)s
+ORDER BY a.id, f.number, v.id
+""",
+    {"item": "bigint", "round": "bigint"},
+)
+
+
+def submission_labels(item: Item, round_id: int, index: CodebookIndex) -> ItemLabels:
+    """`item_labels(item, index=index)` for the round `round_id` known to be the item's latest, in one
+    query; the assignments come without their related rows (round, annotator) loaded."""
+    dimension_keys = {d.id: d.key for d in index.all_dimensions}
+    in_round: dict[int, Assignment] = {}
+    annotations: dict[int, Annotation] = {}
+    values: list[tuple[int, int, int, str, int | None, bool]] = []
+    numbers: list[tuple[int, int]] = []
+    a_width, n_width = width(Assignment), width(Annotation)
+    rows, _ = _ROUND_LABELS.run({"item": item.pk, "round": round_id})
+    for row in rows:
+        assignment_id = row[0]
+        if assignment_id not in in_round:
+            assignment = in_round[assignment_id] = instance(Assignment, row[:a_width])
+            if row[a_width] is not None:
+                annotation = instance(Annotation, row[a_width : a_width + n_width])
+                annotation.assignment = assignment
+                if assignment.status == AssignmentStatus.SUBMITTED and annotation.submitted_at is not None:
+                    annotations[assignment_id] = annotation
+        annotation_or_none = annotations.get(assignment_id)
+        number, value_id, dimension_id, category_id, pending = row[a_width + n_width :]
+        if annotation_or_none is None or number is None:
+            continue
+        numbers.append((annotation_or_none.pk, number))
+        if value_id is not None:
+            values.append(
+                (value_id, annotation_or_none.pk, number, dimension_keys[dimension_id], category_id, pending)
+            )
+    follow = merged_targets(item.study_id, index=index)
+    return _assemble(
+        item, round_id, list(in_round.values()), list(annotations.values()), values, numbers, follow, None
     )
 
 

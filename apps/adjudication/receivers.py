@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db import connection
+
 from apps.annotation.models import Annotation
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category
@@ -19,9 +21,14 @@ from . import services
 def on_annotation_submitted(sender: object, *, annotation: Annotation, item_id: int, **kwargs: Any) -> None:
     """An annotation was submitted or edited: the item may now be complete, agree, or disagree again.
 
-    The sender's codebook `index`, when given, is reused (it holds the codebook row share-locked)."""
+    The sender's codebook `index`, when given, is reused (it holds the codebook row share-locked); a sender
+    that locked the item's row already says ``item_locked=True`` (the short path, PostgreSQL)."""
     index = kwargs.get("index")
-    services.consolidate_item(item_id, index=index if isinstance(index, CodebookIndex) else None)
+    book = index if isinstance(index, CodebookIndex) else None
+    if kwargs.get("item_locked") and connection.vendor == "postgresql":
+        services.consolidate_submission(item_id, index=book)
+    else:
+        services.consolidate_item(item_id, index=book)
 
 
 def on_categories_merged(sender: object, *, source: Category, target: Category, **kwargs: Any) -> None:

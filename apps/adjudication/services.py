@@ -12,6 +12,7 @@ same conflict. No path overwrites a decision: a new one supersedes it, and the o
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from django.utils import timezone
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import can_adjudicate
 from apps.annotation.label_file import LabelFileError, LabelProblem, LabelRow
-from apps.annotation.models import LabelValue, Round
+from apps.annotation.models import Annotation, Assignment, AssignmentStatus, LabelValue, Round
+from apps.core.sql import Statement, columns, instance
 from apps.corpus.models import Item
 from apps.corpus.records import canonical_url
 from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
@@ -33,7 +35,7 @@ from apps.taxonomy.tree import LabelError
 
 from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
 from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
-from .queries import ItemLabels, decision_findings, item_labels
+from .queries import ItemLabels, decision_findings, item_labels, submission_labels
 
 AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
 Gold = list[dict[str, frozenset[int]]]
@@ -129,6 +131,139 @@ def consolidate_item(
         return review
 
 
+# What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
+# submission): the study's rule, the item's latest round with its assignments and submitted annotations
+# counted, whether a decision is current, and the item's Review. The common case is written by the same
+# statement: an item whose round is not all submitted, without a decision or a Review yet (the first
+# annotation of the item), gets its Review as ``annotating``; the last value says whether it did.
+_SUBMISSION_STATE = Statement(
+    "taxonomist_submission_state",
+    f"""
+WITH r AS (
+    SELECT a.round_id, count(*) AS total,
+           count(*) FILTER (WHERE a.status = %(submitted)s AND n.submitted_at IS NOT NULL) AS done
+    FROM "{Assignment._meta.db_table}" a
+    JOIN "{Round._meta.db_table}" ro ON ro.id = a.round_id
+    LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
+    WHERE a.item_id = %(item)s
+    GROUP BY ro.number, a.round_id
+    ORDER BY ro.number DESC
+    LIMIT 1
+), st AS (
+    SELECT i.study_id, s.consolidation_rule, r.round_id, r.total, r.done,
+        EXISTS (SELECT 1 FROM "{Decision._meta.db_table}" d WHERE d.item_id = i.id AND d.is_current)
+            AS has_current,
+        v.id AS review_id, v.state, v.disagreeing_dimensions, v.round_id AS review_round
+    FROM "{Item._meta.db_table}" i
+    JOIN "{Study._meta.db_table}" s ON s.id = i.study_id
+    LEFT JOIN r ON true
+    LEFT JOIN "{Review._meta.db_table}" v ON v.item_id = i.id
+    WHERE i.id = %(item)s
+), opened AS (
+    INSERT INTO "{Review._meta.db_table}"
+        (item_id, study_id, round_id, state, disagreeing_dimensions, updated_at, claimed_by_id, claimed_at)
+    SELECT %(item)s, st.study_id, st.round_id, %(annotating)s, '[]'::jsonb, %(now)s, NULL, NULL
+    FROM st
+    WHERE st.review_id IS NULL AND st.round_id IS NOT NULL AND NOT st.has_current AND st.done < st.total
+    ON CONFLICT (item_id) DO NOTHING
+    RETURNING id
+)
+SELECT st.*, EXISTS (SELECT 1 FROM opened) FROM st
+""",
+    {"item": "bigint", "submitted": "varchar", "annotating": "varchar", "now": "timestamptz"},
+)
+_INSERT_REVIEW = Statement(
+    "taxonomist_review_insert",
+    f"""
+INSERT INTO "{Review._meta.db_table}"
+    (item_id, study_id, round_id, state, disagreeing_dimensions, updated_at, claimed_by_id, claimed_at)
+VALUES (%(item)s, %(study)s, %(round)s, %(state)s, %(dimensions)s::jsonb, %(now)s, NULL, NULL)
+ON CONFLICT (item_id) DO NOTHING
+RETURNING id
+""",
+    {"item": "bigint", "study": "bigint", "round": "bigint", "state": "varchar", "dimensions": "jsonb",
+     "now": "timestamptz"},
+)  # fmt: skip
+# Only while the Review is still as it was read: `decide` and `claim` lock the Review, not the item.
+_UPDATE_REVIEW = Statement(
+    "taxonomist_review_update",
+    f"""
+UPDATE "{Review._meta.db_table}"
+SET state = %(state)s, disagreeing_dimensions = %(dimensions)s::jsonb, round_id = %(round)s,
+    updated_at = CASE WHEN %(changed)s THEN %(now)s ELSE updated_at END
+WHERE id = %(review)s AND state = %(was)s
+""",
+    {"state": "varchar", "dimensions": "jsonb", "round": "bigint", "changed": "boolean", "now": "timestamptz",
+     "review": "bigint", "was": "varchar"},
+)  # fmt: skip
+
+
+def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) -> None:
+    """`consolidate_item` for the item of a submission that holds the item's row lock already (PostgreSQL,
+    `index` the codebook the submission validated against, share-locked).
+
+    The same outcomes in fewer statements: one read of the item's state, which also opens the Review of an
+    item's first annotation (``annotating``); while the round is not all submitted, at most one more write
+    of its Review; when this submission completes it, one read of the round's labels, `consolidate` under
+    the study's rule, the Review and, when the annotators agree, the decision (`_record`). An item with a
+    current decision, a decided Review, or a Review that a lead changed since the read is left to
+    `consolidate_item`, whatever the case."""
+    now = timezone.now()
+    row = _SUBMISSION_STATE.one(
+        {
+            "item": item_id,
+            "submitted": AssignmentStatus.SUBMITTED.value,
+            "annotating": ReviewState.ANNOTATING.value,
+            "now": now,
+        }
+    )
+    if row is None:
+        return
+    study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round, opened = row
+    if opened:
+        return
+    if isinstance(dimensions, str):  # jsonb comes as text: Django parses JSON in its fields, not the driver
+        dimensions = json.loads(dimensions)
+    if index is None or round_id is None or has_current or was == ReviewState.DECIDED:
+        consolidate_item(item_id, index=index)
+        return
+    item = Item(pk=item_id, study_id=study_id)
+    decision: tuple[Gold, Provenance, ItemLabels] | None = None
+    target, disagreeing = ReviewState.ANNOTATING.value, []
+    if done >= total:
+        labels = submission_labels(item, round_id, index)
+        result = consolidate(labels.findings, rule=rule)
+        disagreeing = list(result.disagreeing_dimensions)
+        if result.decided:
+            decision = (list(result.findings), Provenance(result.outcome.value), labels)
+            target = ReviewState.DECIDED.value
+        else:
+            target = ReviewState.DISAGREEMENT.value
+    values = {
+        "item": item_id,
+        "study": study_id,
+        "round": round_id,
+        "state": target,
+        "dimensions": json.dumps(disagreeing),
+        "now": now,
+    }
+    if review_id is None:
+        written = _INSERT_REVIEW.one(values) is not None
+    else:
+        changed = was != target or list(dimensions or []) != disagreeing
+        if not changed and review_round == round_id:
+            written = True
+        else:
+            _, count = _UPDATE_REVIEW.run({**values, "changed": changed, "review": review_id, "was": was})
+            written = count == 1
+    if not written:
+        consolidate_item(item_id, index=index)
+        return
+    if decision is not None:
+        gold, provenance, labels = decision
+        _record(item, gold, provenance, labels, previous=None, actor=None, rationale="", index=index)
+
+
 def _create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
     """The item's first Review, written with its state in one insert (the item row is locked)."""
     fields = {
@@ -202,34 +337,105 @@ def _record(
         is_current=False
     ):
         raise DecisionConflict(_conflict_message(None, previous.pk), None)
-    decision = Decision.objects.create(
-        study_id=item.study_id,
-        item=item,
-        round_id=round_id or labels.round_id,
-        provenance=provenance,
-        rationale=rationale,
-        decided_by=actor,
-        decided_at=timezone.now(),
-        is_current=True,
-        supersedes=previous,
-        changes=_changes(gold, labels, previous, index, override),
-        codebook_version=index.version,
-    )
+    fields: dict[str, Any] = {
+        "study_id": item.study_id,
+        "item": item,
+        "round_id": round_id or labels.round_id,
+        "provenance": provenance,
+        "rationale": rationale,
+        "decided_by": actor,
+        "decided_at": timezone.now(),
+        "is_current": True,
+        "supersedes": previous,
+        "changes": _changes(gold, labels, previous, index, override),
+        "codebook_version": index.version,
+    }
+    values = [
+        (number, index.dimension(key).id, category_id)
+        for number, finding in enumerate(gold, start=1)
+        for key, ids in finding.items()
+        for category_id in sorted(ids)
+    ]
+    sources = [a.pk for a in dict.fromkeys(labels.annotations)]
+    if connection.vendor == "postgresql":
+        return _insert_decision(fields, len(gold), values, sources)
+    decision = Decision.objects.create(**fields)
     findings = DecisionFinding.objects.bulk_create(
         DecisionFinding(decision=decision, number=number) for number in range(1, len(gold) + 1)
     )
     DecisionValue.objects.bulk_create(
-        DecisionValue(finding=finding, dimension_id=index.dimension(key).id, category_id=category_id)
-        for finding, values in zip(findings, gold, strict=True)
-        for key, ids in values.items()
-        for category_id in sorted(ids)
+        DecisionValue(finding=findings[number - 1], dimension_id=dimension_id, category_id=category_id)
+        for number, dimension_id, category_id in values
     )
-    if labels.annotations:
+    if sources:
         # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
         through = Decision.source_annotations.through
-        through.objects.bulk_create(
-            [through(decision_id=decision.pk, annotation_id=a.pk) for a in dict.fromkeys(labels.annotations)]
-        )
+        through.objects.bulk_create([through(decision_id=decision.pk, annotation_id=pk) for pk in sources])
+    return decision
+
+
+_SOURCES = Decision.source_annotations.through._meta.db_table
+# `_record` on PostgreSQL: the decision, its findings, their values and its source annotations in one
+# statement (four inserts through the ORM); every decision takes it, automatic or a lead's.
+_INSERT_DECISION = Statement(
+    "taxonomist_insert_decision",
+    f"""
+WITH d AS (
+    INSERT INTO "{Decision._meta.db_table}" AS x
+        (study_id, item_id, round_id, provenance, rationale, decided_by_id, decided_at, is_current,
+         supersedes_id, changes, codebook_version)
+    VALUES (%(study)s, %(item)s, %(round)s, %(provenance)s, %(rationale)s, %(actor)s, %(decided_at)s, true,
+            %(previous)s, %(changes)s, %(version)s)
+    RETURNING {columns(Decision, "x")}
+), f AS (
+    INSERT INTO "{DecisionFinding._meta.db_table}" (decision_id, number)
+    SELECT d.id, n FROM d, unnest(%(numbers)s::integer[]) AS n
+    RETURNING id, number
+), v AS (
+    INSERT INTO "{DecisionValue._meta.db_table}" (finding_id, dimension_id, category_id, original_category_id)
+    SELECT f.id, t.dimension, t.category, NULL
+    FROM f JOIN unnest(%(v_number)s::integer[], %(v_dimension)s::bigint[], %(v_category)s::bigint[])
+         AS t(number, dimension, category) ON t.number = f.number
+), s AS (
+    INSERT INTO "{_SOURCES}" (decision_id, annotation_id)
+    SELECT d.id, a FROM d, unnest(%(sources)s::bigint[]) AS a
+)
+SELECT * FROM d
+""",
+    {"study": "bigint", "item": "bigint", "round": "bigint", "provenance": "varchar", "rationale": "text",
+     "actor": "bigint", "decided_at": "timestamptz", "previous": "bigint", "changes": "jsonb",
+     "version": "integer", "numbers": "integer[]", "v_number": "integer[]", "v_dimension": "bigint[]",
+     "v_category": "bigint[]", "sources": "bigint[]"},
+)  # fmt: skip
+
+
+def _insert_decision(
+    fields: dict[str, Any], findings: int, values: list[tuple[int, int, int]], sources: list[int]
+) -> Decision:
+    """`_record`'s writes on PostgreSQL: `fields` as `Decision.objects.create` takes them."""
+    actor, previous = fields["decided_by"], fields["supersedes"]
+    row = _INSERT_DECISION.one(
+        {
+            "study": fields["study_id"],
+            "item": fields["item"].pk,
+            "round": fields["round_id"],
+            "provenance": str(fields["provenance"]),
+            "rationale": fields["rationale"],
+            "actor": actor.pk if actor is not None else None,
+            "decided_at": fields["decided_at"],
+            "previous": previous.pk if previous is not None else None,
+            "changes": json.dumps(fields["changes"]),
+            "version": fields["codebook_version"],
+            "numbers": list(range(1, findings + 1)),
+            "v_number": [number for number, _, _ in values],
+            "v_dimension": [dimension for _, dimension, _ in values],
+            "v_category": [category for _, _, category in values],
+            "sources": sources,
+        }
+    )
+    assert row is not None  # an INSERT returns its row
+    decision = instance(Decision, row)
+    decision.item, decision.decided_by, decision.supersedes = fields["item"], actor, previous
     return decision
 
 

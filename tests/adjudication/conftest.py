@@ -17,6 +17,7 @@ from apps.accounts.models import Role, Study, User
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
 from apps.annotation.signals import annotation_submitted
 from apps.corpus.models import Item
+from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, Codebook, Dimension
 from tests.factories import ItemFactory, MembershipFactory, UserFactory
 
@@ -76,13 +77,21 @@ def make_item(study: Study, round1: Round) -> Callable[..., Item]:
     return make
 
 
-def submit(item: Item, user: User, findings: Labels, memo: str = "") -> Annotation:
+def submit(
+    item: Item, user: User, findings: Labels, memo: str = "", *, item_locked: bool = True
+) -> Annotation:
     """Store `user`'s labels on `item` as the labelling service does and send `annotation_submitted`
-    inside the same transaction (the contract adjudication relies on)."""
+    inside the same transaction (the contract adjudication relies on).
+
+    As the service's first submissions do on PostgreSQL, the item's row is locked first and the signal says
+    so, with the codebook index (adjudication's `consolidate_submission`); ``item_locked=False`` sends the
+    signal as an edit or a label import does (`consolidate_item`). SQLite always takes `consolidate_item`."""
     with transaction.atomic():
         assignment = (
             Assignment.objects.select_for_update().filter(item=item, annotator=user).latest("round__number")
         )
+        if item_locked:
+            Item.objects.select_for_update().get(pk=item.pk)
         now = timezone.now()
         annotation, _ = Annotation.objects.get_or_create(assignment=assignment)
         annotation.findings.all().delete()
@@ -103,7 +112,13 @@ def submit(item: Item, user: User, findings: Labels, memo: str = "") -> Annotati
         assignment.status = AssignmentStatus.SUBMITTED
         assignment.submitted_at = now
         assignment.save(update_fields=["status", "submitted_at"])
-        annotation_submitted.send(sender=Annotation, annotation=annotation, item_id=item.pk)
+        if item_locked:
+            index = CodebookIndex.for_study(item.study)
+            annotation_submitted.send(
+                sender=Annotation, annotation=annotation, item_id=item.pk, index=index, item_locked=True
+            )
+        else:
+            annotation_submitted.send(sender=Annotation, annotation=annotation, item_id=item.pk)
     return annotation
 
 

@@ -58,8 +58,6 @@ def test_next_item_runs_a_constant_number_of_queries(
 
 def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_assert_num_queries: Any) -> None:
     assignment = _first_open(bench_study)
-    client = _client_for(assignment.annotator.username)
-    client.get(f"/studies/perf/label/{assignment.pk}/")
     index = CodebookIndex.for_study(bench_study)
     tree = index.tree("howto_topic")
     topic = index.category(next(c for c in tree if not tree.children(c))).key
@@ -69,7 +67,21 @@ def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_asser
         value_field(1, "issue_type"): "howto",
         value_field(1, "howto_topic"): topic,
     }
-    with django_assert_num_queries(SUBMIT + (0 if connection.vendor == "postgresql" else SQLITE_SAVEPOINTS)):
+    # Warm-up: a first submission prepares the connection's statements (PostgreSQL, once per connection;
+    # the test client's users share one), by another annotator, on another item.
+    warmup = (
+        Assignment.objects.filter(study=bench_study, status=AssignmentStatus.OPEN)
+        .exclude(item=assignment.item)
+        .exclude(annotator=assignment.annotator)
+        .select_related("annotator")
+        .order_by("id")
+        .first()
+    )
+    assert warmup is not None
+    warm = _client_for(warmup.annotator.username)
+    assert warm.post(f"/studies/perf/label/{warmup.pk}/submit/", data).status_code == 302
+    client = _client_for(assignment.annotator.username)
+    with django_assert_num_queries(SUBMIT if connection.vendor == "postgresql" else SUBMIT_ORM):
         response = client.post(f"/studies/perf/label/{assignment.pk}/submit/", data)
     assert response.status_code == 302
     assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
@@ -123,10 +135,13 @@ def test_lead_pages_run_a_constant_number_of_queries(
 
 # The exact counts measured (the same at both sizes; see the module docstring).
 NEXT_ITEM = 4
-SUBMIT = 20
-# Without row locks (SQLite) the first annotation and the first review are inserted in savepoints, so that
-# a twin request's insert can be recovered from (annotation/services/labelling.py, adjudication/services.py).
-SQLITE_SAVEPOINTS = 4
+# A first submission on PostgreSQL: session, user, membership; BEGIN, the locks, every write
+# (annotation/services/submit_sql.py), the item's consolidation state with its new Review, COMMIT; the
+# next item.
+SUBMIT = 9
+# The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
+# savepoints, so that a twin request's insert can be recovered from.
+SUBMIT_ORM = 23
 WORKBENCH = 8
 STUDY_PAGE = 13
 ITEM_LIST = 5

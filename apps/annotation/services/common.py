@@ -89,7 +89,11 @@ class LoadedCodebook:
 def load_codebook(study: Study, *, index: CodebookIndex | None = None) -> LoadedCodebook:
     """The study's codebook (empty, version 0, when it has none), every status included. Built once per
     `index` (kept in its memo; a cached index makes it free), so pass the index when you have it."""
-    index = index or CodebookIndex.for_study(study)
+    return loaded_codebook(index or CodebookIndex.for_study(study))
+
+
+def loaded_codebook(index: CodebookIndex) -> LoadedCodebook:
+    """`load_codebook` for a codebook index at hand (free when built before for that index)."""
     loaded = index.memo.get("annotation.loaded")
     if isinstance(loaded, LoadedCodebook):
         return loaded

@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.core import sql
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Codebook
 
@@ -23,6 +24,7 @@ from ..models import (
     LabelValue,
 )
 from ..signals import annotation_submitted
+from . import submit_sql
 from .common import (
     DECIDED,
     MAX_DRAFT_CHARS,
@@ -34,6 +36,7 @@ from .common import (
     StaleCodebook,
     decided_item_ids,
     load_codebook,
+    loaded_codebook,
     stored_labels,
 )
 
@@ -125,6 +128,19 @@ def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: date
     return max(0, min(spent, MAX_SECONDS_PER_ITEM))
 
 
+def _validated(
+    payload: Mapping[str, Any] | pl.Payload, book: LoadedCodebook, user: User, codebook_version: int
+) -> pl.Payload:
+    """The payload checked against the current codebook, every applicable dimension required."""
+    try:
+        parsed = payload if isinstance(payload, pl.Payload) else pl.parse_payload(payload)
+        return pl.validate_payload(parsed, book.schema, user_id=user.pk, complete=True)
+    except pl.PayloadError as exc:
+        if exc.stale and codebook_version < book.version:
+            raise StaleCodebook(exc.problems, codebook_version, book.version) from exc
+        raise InvalidLabels(exc.problems) from exc
+
+
 def submit_annotation(
     assignment: Assignment,
     payload: Mapping[str, Any] | pl.Payload,
@@ -132,8 +148,12 @@ def submit_annotation(
     *,
     codebook_version: int,
     seconds_spent: int | None = None,
+    study: Study | None = None,
 ) -> SubmitResult:
     """Store the labels of `payload` as the assignment's annotation and mark the assignment submitted.
+
+    `assignment` is read for its pk only: the row is loaded here, under its lock. With `study`, an
+    assignment of another study is refused (NotYourAssignment) like another annotator's.
 
     One transaction; the assignment row is locked first (two clicks or two tabs queue up here), then the
     codebook row is share-locked (`_hold_codebook`: a concurrent merge waits or is waited for), then:
@@ -145,20 +165,46 @@ def submit_annotation(
     set submitted_at (first submission), updated_at, the codebook version and seconds spent (`seconds_spent`
     from the page, else the time since the annotation was started; an edit adds to it), clear the draft,
     and send `annotation_submitted(sender=Annotation, annotation, item_id, index)` inside the transaction.
+
+    On PostgreSQL a first submission takes `submit_sql`'s two statements (the same contract, the item
+    row locked with the others, so the signal says ``item_locked=True``); everything else the ORM path.
     """
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
+        if connection.vendor == "postgresql":
+            first = submit_sql.lock(assignment.pk, user.pk)
+            if (
+                first is not None
+                and (study is None or first.assignment.study_id == study.pk)
+                and first.assignment.status == AssignmentStatus.OPEN
+                and not first.submitted_before
+            ):
+                if first.decided:
+                    raise AlreadyDecided("This item is decided: its labels can no longer change.")
+                book = loaded_codebook(CodebookIndex.for_codebook(first.codebook))
+                clean = _validated(payload, book, user, codebook_version)
+                written = submit_sql.write(
+                    first.assignment, clean.findings, clean.memo, book, timezone.now(), seconds_spent
+                )
+                annotation_submitted.send(
+                    sender=Annotation,
+                    annotation=written,
+                    item_id=first.assignment.item_id,
+                    index=book.index,
+                    item_locked=True,
+                )
+                return SubmitResult(written, created=True, changed=True)
+        locked = (
+            Assignment.objects.select_for_update().select_related("study").filter(pk=assignment.pk).first()
+        )
+        if locked is None:
+            raise NotYourAssignment("This item is not assigned to you.")
         _check_annotator(locked, user)
+        if study is not None and locked.study_id != study.pk:
+            raise NotYourAssignment("This item is not assigned to you.")
         if decided_item_ids([locked.item_id]):
             raise AlreadyDecided("This item is decided: its labels can no longer change.")
         book = _hold_codebook(locked.study)
-        try:
-            parsed = payload if isinstance(payload, pl.Payload) else pl.parse_payload(payload)
-            clean = pl.validate_payload(parsed, book.schema, user_id=user.pk, complete=True)
-        except pl.PayloadError as exc:
-            if exc.stale and codebook_version < book.version:
-                raise StaleCodebook(exc.problems, codebook_version, book.version) from exc
-            raise InvalidLabels(exc.problems) from exc
+        clean = _validated(payload, book, user, codebook_version)
         now = timezone.now()
         annotation = Annotation.objects.filter(assignment=locked).first()
         if annotation is not None and annotation.submitted_at is not None:
@@ -187,6 +233,7 @@ def submit_annotation(
                         user,
                         codebook_version=codebook_version,
                         seconds_spent=seconds_spent,
+                        study=study,
                     )
         else:
             if not created:
@@ -258,9 +305,12 @@ def write_findings(
 # ORM's nested Subquery form of the same plan cost several milliseconds to compile and plan per call.
 # For each round of the study in number order, the first open assignment of the annotator by queue
 # position is read from the `assignment_queue` index (annotator, status, round, position), skipping
-# items whose review is decided; the scan stops at the first round that has one.
-_NEXT_OPEN_SQL = """
-SELECT * FROM annotation_assignment WHERE id = (
+# items whose review is decided; the scan stops at the first round that has one. A prepared statement
+# on PostgreSQL (planning was 0.5 of its 0.8 ms).
+_NEXT_OPEN = sql.Statement(
+    "taxonomist_next_open",
+    f"""
+SELECT {sql.columns(Assignment, "x")} FROM annotation_assignment x WHERE x.id = (
     SELECT f.first FROM (
         SELECT r.number, r.id AS round_id, (
             SELECT a.id FROM annotation_assignment a
@@ -279,19 +329,23 @@ SELECT * FROM annotation_assignment WHERE id = (
     ORDER BY f.number, f.round_id
     LIMIT 1
 )
-"""
+""",
+    {"user": "bigint", "open": "varchar", "after": "bigint", "decided": "varchar", "study": "bigint"},
+)
 
 
 def next_open_assignment(user: User, study: Study, *, after: Assignment | None = None) -> Assignment | None:
     """The user's next open assignment in the study (round number, then queue order), skipping decided
-    items and `after`. One indexed query whose cost does not grow with the queue (`_NEXT_OPEN_SQL`)."""
+    items and `after`. One indexed query whose cost does not grow with the queue (`_NEXT_OPEN`)."""
     if not user.is_authenticated:
         return None
-    params = {
-        "user": user.pk,
-        "open": AssignmentStatus.OPEN.value,
-        "after": after.pk if after is not None else 0,
-        "decided": DECIDED,
-        "study": study.pk,
-    }
-    return next(iter(Assignment.objects.raw(_NEXT_OPEN_SQL, params)), None)
+    row = _NEXT_OPEN.one(
+        {
+            "user": user.pk,
+            "open": AssignmentStatus.OPEN.value,
+            "after": after.pk if after is not None else 0,
+            "decided": DECIDED,
+            "study": study.pk,
+        }
+    )
+    return sql.instance(Assignment, row) if row is not None else None

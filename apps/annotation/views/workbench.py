@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -327,50 +327,52 @@ def save_draft(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
 def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     """Submit the labels; on success go to the next open item (or stay, when asked), else show why.
 
-    A refused submission keeps what was posted as the draft (its own transaction), so nothing is lost."""
+    The service loads and locks the assignment, scoped to the user and the study (another's is a 404, as
+    on every workbench URL); the page's full assignment (item, round, annotation) is read only to show a
+    refused submission again. A refused submission keeps what was posted as the draft (its own
+    transaction), so nothing is lost."""
     study, role = access_study(request.user, slug)
-    assignment = _own_assignment(request, study, pk)
     user = request_user(request)
     form = WorkbenchForm(request.POST)
     data = _posted_payload(request)
+
+    def refused(errors: list[str], status: int, *, stale: bool = False) -> HttpResponse:
+        assignment = _own_assignment(request, study, pk)
+        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors, stale=stale)
+        return render(request, "annotation/workbench.html", ctx, status=status)
+
     if not form.is_valid():
-        errors = [f"{name}: {' '.join(str(m) for m in e)}" for name, e in form.errors.items()]
-        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
-        return render(request, "annotation/workbench.html", ctx, status=422)
+        return refused([f"{name}: {' '.join(str(m) for m in e)}" for name, e in form.errors.items()], 422)
     seconds = form.cleaned_data.get("seconds")
+    reference = Assignment(pk=pk)  # read for its pk only: the service loads the row under its lock
     try:
         services.check_draft_size(data)
         result = services.submit_annotation(
-            assignment,
+            reference,
             data,
             user,
             codebook_version=form.cleaned_data["codebook_version"],
             seconds_spent=seconds if seconds else None,
+            study=study,
         )
+    except services.NotYourAssignment as exc:
+        raise Http404("No such assignment.") from exc
     except services.StaleCodebook as exc:
-        kept = _keep_draft(assignment, user, data)
-        ctx = _workbench_context(
-            request, study, role, assignment, posted=data, errors=[str(exc), *kept], stale=True
-        )
-        return render(request, "annotation/workbench.html", ctx, status=409)
+        return refused([str(exc), *_keep_draft(reference, user, data)], 409, stale=True)
     except services.InvalidLabels as exc:
-        errors = [str(p) for p in exc.problems] + _keep_draft(assignment, user, data)
-        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
-        return render(request, "annotation/workbench.html", ctx, status=422)
+        return refused([str(p) for p in exc.problems] + _keep_draft(reference, user, data), 422)
     except services.AnnotationError as exc:
-        errors = [str(exc), *_keep_draft(assignment, user, data)]
-        ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors)
-        return render(request, "annotation/workbench.html", ctx, status=409)
+        return refused([str(exc), *_keep_draft(reference, user, data)], 409)
     except Exception:
         # Whatever failed was rolled back; keep what was posted if the database still answers.
         with contextlib.suppress(Exception):
-            _keep_draft(assignment, user, data)
+            _keep_draft(reference, user, data)
         raise
     if not result.changed:
         messages.info(request, "These labels were already submitted; nothing changed.")
     if form.cleaned_data.get("next") == "stay":
-        return redirect("annotation:workbench", slug=study.slug, pk=assignment.pk)
-    following = services.next_open_assignment(user, study, after=assignment)
+        return redirect("annotation:workbench", slug=study.slug, pk=pk)
+    following = services.next_open_assignment(user, study, after=reference)
     if following is None:
         messages.success(request, "Submitted. Nothing left to label: your queue is empty.")
         return redirect("annotation:queue", slug=study.slug)

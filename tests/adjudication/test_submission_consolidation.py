@@ -1,0 +1,141 @@
+"""A submission's consolidation (`consolidate_submission`, PostgreSQL) ends where `consolidate_item` does.
+
+The submission service locks the item's row and says so in its signal; on PostgreSQL adjudication then
+consolidates with hand-written statements instead of the ORM. Each scenario below is labelled twice, on
+two items, once through each path, and both must end in the same Review, decision and `changes`; and
+`consolidate_item` run again afterwards must find nothing to change. On SQLite both submissions take
+`consolidate_item`, so the comparison holds trivially there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from apps.accounts.models import ConsolidationRule, Study, User
+from apps.adjudication.models import Decision, Review, ReviewState
+from apps.adjudication.services import consolidate_item
+from apps.corpus.models import Item
+from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
+from tests.adjudication.test_services import keys
+
+pytestmark = pytest.mark.django_db
+
+MakeItem = Callable[..., Item]
+
+PENDING_SYMPTOM: Labels = [{"type": ["fault"], "symptom": "pending", "fix": ["code"]}]
+TWO_FINDINGS: Labels = [*CRASH, *HOWTO]
+
+
+def outcome(item: Item) -> dict[str, Any]:
+    """What consolidation decided for the item, with annotation ids replaced by their annotators."""
+    review = Review.objects.get(item=item)
+    state: dict[str, Any] = {
+        "review": (review.state, review.disagreeing_dimensions, review.round_id),
+        "decisions": Decision.objects.filter(item=item).count(),
+    }
+    current = Decision.objects.filter(item=item, is_current=True).first()
+    if current is not None:
+        changes = dict(current.changes)
+        changes["annotations"] = sorted(
+            ({k: v for k, v in entry.items() if k != "annotation"} for entry in changes["annotations"]),
+            key=lambda entry: entry["annotator_id"],
+        )
+        state.update(
+            provenance=current.provenance,
+            gold=keys(current),
+            changes=changes,
+            sources=sorted(a.assignment.annotator_id for a in current.source_annotations.all()),
+            round=current.round_id,
+            version=current.codebook_version,
+            decided_by=current.decided_by_id,
+        )
+    return state
+
+
+def label_both_ways(
+    make_item: MakeItem, annotators: list[User], labels: list[Labels]
+) -> tuple[dict[str, Any], dict[str, Any], Item]:
+    """The outcome of the same labels through the submission's path and through `consolidate_item`, after
+    each submission (and the item labelled through the submission's path)."""
+    short, orm = make_item(*annotators), make_item(*annotators)
+    outcomes: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for user, findings in zip(annotators, labels, strict=True):
+        submit(short, user, findings, item_locked=True)
+        submit(orm, user, findings, item_locked=False)
+        outcomes.append((outcome(short), outcome(orm)))
+    for step, (a, b) in enumerate(outcomes, start=1):
+        assert a == b, f"after submission {step}"
+    return outcomes[-1][0], outcomes[-1][1], short
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected_state"),
+    [
+        ([CRASH, CRASH], ReviewState.DECIDED),
+        ([CRASH, HANG], ReviewState.DISAGREEMENT),
+        ([PENDING_SYMPTOM, PENDING_SYMPTOM], ReviewState.DISAGREEMENT),
+        ([TWO_FINDINGS, TWO_FINDINGS], ReviewState.DECIDED),
+        ([TWO_FINDINGS, CRASH], ReviewState.DISAGREEMENT),
+        ([HOWTO, HOWTO], ReviewState.DECIDED),
+    ],
+    ids=["unanimous", "one-dimension-differs", "pending", "two-findings", "finding-count-differs", "howto"],
+)
+def test_a_submission_consolidates_as_consolidate_item_does(
+    make_item: MakeItem,
+    annotator_a: User,
+    annotator_b: User,
+    labels: list[Labels],
+    expected_state: str,
+) -> None:
+    short, orm, _ = label_both_ways(make_item, [annotator_a, annotator_b], labels)
+    assert short == orm
+    assert short["review"][0] == expected_state
+
+
+@pytest.mark.parametrize("rule", [ConsolidationRule.MAJORITY, ConsolidationRule.UNANIMOUS])
+def test_three_annotators_consolidate_alike_under_either_rule(
+    study: Study,
+    make_item: MakeItem,
+    annotator_a: User,
+    annotator_b: User,
+    annotator_c: User,
+    rule: ConsolidationRule,
+) -> None:
+    study.consolidation_rule = rule
+    study.save()
+    short, orm, _ = label_both_ways(make_item, [annotator_a, annotator_b, annotator_c], [CRASH, HANG, CRASH])
+    assert short == orm
+    expected = ReviewState.DECIDED if rule == ConsolidationRule.MAJORITY else ReviewState.DISAGREEMENT
+    assert short["review"][0] == expected
+
+
+@pytest.mark.parametrize("labels", [[CRASH, CRASH], [CRASH, HANG]], ids=["decided", "disagreement"])
+def test_consolidate_item_finds_nothing_to_change_after_a_submission(
+    make_item: MakeItem, annotator_a: User, annotator_b: User, labels: list[Labels]
+) -> None:
+    _, _, item = label_both_ways(make_item, [annotator_a, annotator_b], labels)
+    review = Review.objects.get(item=item)
+    decisions = list(Decision.objects.filter(item=item).values_list("id", "is_current"))
+    consolidate_item(item.pk)
+    again = Review.objects.get(item=item)
+    assert (again.state, again.disagreeing_dimensions, again.updated_at) == (
+        review.state,
+        review.disagreeing_dimensions,
+        review.updated_at,
+    )
+    assert list(Decision.objects.filter(item=item).values_list("id", "is_current")) == decisions
+
+
+def test_the_first_submission_of_an_item_opens_its_review_as_annotating(
+    make_item: MakeItem, annotator_a: User, annotator_b: User
+) -> None:
+    item = make_item(annotator_a, annotator_b)
+    assert not Review.objects.filter(item=item).exists()
+    submit(item, annotator_a, CRASH)
+    review = Review.objects.get(item=item)
+    assert (review.state, review.disagreeing_dimensions) == (ReviewState.ANNOTATING, [])
+    assert review.round_id is not None
+    assert not Decision.objects.filter(item=item).exists()
