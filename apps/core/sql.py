@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import ProgrammingError, connection, transaction
 from django.db.models import Model
 
 
@@ -80,6 +80,7 @@ def instance[M: Model](model: type[M], values: Sequence[Any]) -> M:
 # Per database connection: the raw connection object the statements were prepared on (a new one after a
 # reconnect has none) and their names.
 _PREPARED_ON = "_taxonomist_prepared_on"
+DUPLICATE_PREPARED_STATEMENT = "42P05"  # SQLSTATE duplicate_prepared_statement
 _PARAMETER = re.compile(r"%\((\w+)\)s")
 
 
@@ -129,5 +130,12 @@ class Statement:
             done = (raw, set())
             setattr(connection, _PREPARED_ON, done)
         if self.name not in done[1]:
-            cursor.execute(self._prepare)
+            try:
+                # In a savepoint: a session that has the statement already (its record lost, a pooler that
+                # does not DISCARD) must not fail the caller's transaction. Once per connection.
+                with transaction.atomic():
+                    cursor.execute(self._prepare)
+            except ProgrammingError as exc:
+                if getattr(exc.__cause__, "pgcode", None) != DUPLICATE_PREPARED_STATEMENT:
+                    raise
             done[1].add(self.name)

@@ -256,6 +256,8 @@ def test_submit_runs_a_constant_number_of_queries(
     first, again, edit = (6, 11, 18) if postgres else (14, 10, 17)
     with mock.patch.object(annotation_submitted, "receivers", []):
         annotation_submitted.sender_receivers_cache.clear()
+        # warm-up: the connection's first submission prepares its statements (PostgreSQL), once
+        submit_annotation(assignments[3], FAULT_HANG, annotator_a, codebook_version=3)
         for assignment, payload in zip(assignments[:3], [FAULT_HANG, HOWTO, two_findings], strict=True):
             with django_assert_num_queries(first):
                 submit_annotation(assignment, payload, annotator_a, codebook_version=3)

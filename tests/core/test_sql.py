@@ -99,7 +99,23 @@ def test_a_new_connection_prepares_its_statements_again(study: Study) -> None:
         "taxonomist_test_again", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
     )
     assert statement.one({"study": study.pk}) == (study.slug,)
+    # What a new connection looks like: PostgreSQL holds none of the statements, and the wrapper's record of
+    # them is gone (a new raw connection). Both, or later tests would prepare statements that still exist.
     with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE taxonomist_test_again")  # what a new connection looks like to PostgreSQL
-    connection._taxonomist_prepared_on = None  # type: ignore[attr-defined]  # Django's view: another connection
+        cursor.execute("DEALLOCATE ALL")
+    connection._taxonomist_prepared_on = None  # type: ignore[attr-defined]
     assert statement.one({"study": study.pk}) == (study.slug,)
+
+
+def test_a_statement_the_session_has_already_is_not_an_error(study: Study) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's")
+    statement = Statement(
+        "taxonomist_test_known", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
+    )
+    assert statement.one({"study": study.pk}) == (study.slug,)
+    prepared_on = connection._taxonomist_prepared_on  # type: ignore[attr-defined]
+    prepared_on[1].discard("taxonomist_test_known")  # the record lost, the session still has it
+    with transaction.atomic():
+        assert statement.one({"study": study.pk}) == (study.slug,)
+        assert Study.objects.filter(pk=study.pk).exists()  # the transaction is still usable
