@@ -8,18 +8,20 @@ the tests are transactional so that what one commits the other sees, as in produ
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection, transaction
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
 from apps.annotation.services import StaleCodebook, SubmitResult, labelling, submit_annotation
 from apps.corpus.models import Item
-from apps.taxonomy.models import CategoryStatus
+from apps.taxonomy.models import CategoryStatus, Codebook
 from apps.taxonomy.services import merge_category
 from tests.annotation.conftest import FAULT_HANG, HOWTO, Book, make_round
-from tests.reliability.conftest import needs_postgres, run_in_threads
+from tests.reliability.conftest import needs_postgres, run_in_threads, wait_for
 
 pytestmark = [*needs_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -96,16 +98,21 @@ def test_a_merge_committed_while_an_annotator_submits_leaves_no_label_on_the_mer
     label, or the submit waits for the merge and is told the codebook changed; never a label left on
     a merged category."""
     loaded, merged = threading.Event(), threading.Event()
-    real_load = labelling.load_codebook
 
-    def load_then_let_the_merge_run(study: Study, **kwargs: Any) -> Any:
-        result = real_load(study, **kwargs)
-        if threading.current_thread().name == "annotator":
-            loaded.set()
-            merged.wait(timeout=3)  # a merge that has to wait for this submit cannot finish: go on
-        return result
+    def then_let_the_merge_run(real: Callable[..., Any]) -> Callable[..., Any]:
+        def load(*args: Any, **kwargs: Any) -> Any:
+            result = real(*args, **kwargs)
+            if threading.current_thread().name == "annotator":
+                loaded.set()
+                merged.wait(timeout=3)  # a merge that has to wait for this submit cannot finish: go on
+            return result
 
-    monkeypatch.setattr(labelling, "load_codebook", load_then_let_the_merge_run)
+        return load
+
+    # The ORM path reads the codebook with `load_codebook`, the short path (PostgreSQL, a first
+    # submission) with `loaded_codebook`, each after taking the codebook's share lock.
+    for name in ("load_codebook", "loaded_codebook"):
+        monkeypatch.setattr(labelling, name, then_let_the_merge_run(getattr(labelling, name)))
     outcome: dict[str, Any] = {}
 
     def annotator() -> None:
@@ -131,3 +138,48 @@ def test_a_merge_committed_while_an_annotator_submits_leaves_no_label_on_the_mer
     else:
         value = LabelValue.objects.get(finding__annotation__assignment=assignment, dimension__key="symptom")
         assert (value.category_id, value.original_category_id) == (book.categories["crash"].pk, hang.pk)
+
+
+def test_a_submit_that_waits_for_a_merge_validates_against_the_merged_codebook(
+    book: Book, assignment: Assignment, annotator_a: User, lead: User
+) -> None:
+    """The other interleaving, forced: the lead's merge holds the codebook row when the annotator submits.
+    The submission's lock statement waits for it and then reads the codebook as the merge left it (the
+    row it waited for, re-read under the lock): the labels naming the merged category are refused as
+    stale, and nothing is stored."""
+    locked = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def lead_merges() -> None:
+        with transaction.atomic():
+            Codebook.objects.select_for_update().get(pk=book.codebook.pk)
+            locked.set()
+            wait_for(_someone_waits_for_a_lock, timeout=10, what="the submission to wait for the codebook")
+            merge_category(book.categories["hang"], book.categories["crash"], actor=lead)
+
+    def annotator() -> None:
+        assert locked.wait(timeout=10)
+        try:
+            outcome["submit"] = submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3)
+        except StaleCodebook as exc:
+            outcome["submit"] = exc
+
+    run_in_threads(lead_merges, annotator)
+
+    assert isinstance(outcome["submit"], StaleCodebook), outcome["submit"]
+    assert not Annotation.objects.filter(assignment=assignment, submitted_at__isnull=False).exists()
+    assert not LabelValue.objects.filter(category=book.categories["hang"]).exists()
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.OPEN
+
+
+def _someone_waits_for_a_lock() -> bool:
+    """Whether a backend of this database waits for a lock. From inside a transaction too: activity is
+    read from a snapshot kept until the transaction ends unless it is cleared first."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        (waiting,) = cursor.fetchone()
+    return bool(waiting)
