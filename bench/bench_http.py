@@ -243,7 +243,7 @@ def time_submit(
     return timing
 
 
-def _fixtures(slug: str, requests: int) -> dict[str, Any]:
+def _fixtures(slug: str, count: int) -> dict[str, Any]:
     """What the client needs from the database: ids for deep pages, a valid label, the annotator to use."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -286,18 +286,16 @@ def _fixtures(slug: str, requests: int) -> dict[str, Any]:
         Assignment.objects.filter(study=study, status=AssignmentStatus.OPEN, annotator__username=annotator)
         .exclude(item_id__in=submitted_items)
         .order_by("round__number", "position", "id")
-        .values_list("item_id", "id")[: requests + WARMUP]
+        .values_list("item_id", "id")[: count + WARMUP]
     )
-    partners = dict(
-        Assignment.objects.filter(item_id__in=[i for i, _ in first], status=AssignmentStatus.OPEN)
+    partners = {
+        item_id: (username, pk)
+        for item_id, username, pk in Assignment.objects.filter(
+            item_id__in=[i for i, _ in first], status=AssignmentStatus.OPEN
+        )
         .exclude(annotator__username=annotator)
-        .values_list("item_id", "annotator__username")
-    )
-    partner_pk = dict(
-        Assignment.objects.filter(item_id__in=[i for i, _ in first], status=AssignmentStatus.OPEN)
-        .exclude(annotator__username=annotator)
-        .values_list("item_id", "id")
-    )
+        .values_list("item_id", "annotator__username", "id")
+    }
     return {
         "deep_item": deep_item,
         "deep_filtered": deep_filtered_id,
@@ -305,7 +303,7 @@ def _fixtures(slug: str, requests: int) -> dict[str, Any]:
         "annotator": annotator,
         "open_left": len(first),
         "first": [(annotator, pk) for _, pk in first],
-        "completing": [(partners[i], partner_pk[i]) for i, _ in first if i in partners],
+        "completing": [partners[i] for i, _ in first if i in partners],
         "version": study.codebook.version,
         "labels": {value_field(1, "issue_type"): "howto", value_field(1, "howto_topic"): _a_topic(study)},
     }

@@ -152,9 +152,8 @@ def _assemble(
             finding[dimension] = PENDING
             continue
         category = (label_remap or {}).get(value_id, category_id)
-        assert (
-            category is not None
-        )  # a value is pending or names a category (labelvalue_category_xor_pending)
+        # a value is pending or names a category (labelvalue_category_xor_pending)
+        assert category is not None
         category = _follow(category, follow)
         previous = finding.get(dimension)
         finding[dimension] = frozenset({category}) | (previous if isinstance(previous, frozenset) else set())

@@ -40,24 +40,18 @@ def _attnames(model: type[Model]) -> list[str]:
 Converter = Callable[[Any, Any, Any], Any]
 
 
+@cache
 def _converters(model: type[Model]) -> list[tuple[int, Any, list[Converter]]]:
     """Per column of `columns(model, ...)` that needs one, the converters the ORM's compiler applies to
-    it (the backend's, then the field's): JSON parsed from text, SQLite's dates and booleans, ...
-    Computed once per model and database backend."""
-    key = (model, connection.vendor)
-    found = _CONVERTERS.get(key)
-    if found is None:
-        found = []
-        for position, field in enumerate(model._meta.concrete_fields):
-            col = field.get_col(model._meta.db_table)
-            converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-            if converters:
-                found.append((position, col, converters))
-        _CONVERTERS[key] = found
+    it (the backend's, then the field's): JSON parsed from text, SQLite's dates and booleans, ... Once per
+    model (a process has one database backend)."""
+    found = []
+    for position, field in enumerate(model._meta.concrete_fields):
+        col = field.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if converters:
+            found.append((position, col, converters))
     return found
-
-
-_CONVERTERS: dict[tuple[type[Model], str], list[tuple[int, Any, list[Converter]]]] = {}
 
 
 def width(model: type[Model]) -> int:

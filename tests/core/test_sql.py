@@ -75,10 +75,13 @@ def test_a_statement_passes_repeated_and_reordered_parameters(study: Study) -> N
     assert statement.one({"study": study.pk + 1000, "n": 1, "m": 1}) is None
 
 
+def _slug_of(name: str) -> Statement:
+    """A statement reading a study's slug, prepared under `name`."""
+    return Statement(name, "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"})
+
+
 def test_a_statement_is_prepared_once_per_connection_and_survives_a_rollback(study: Study) -> None:
-    statement = Statement(
-        "taxonomist_test_once", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
-    )
+    statement = _slug_of("taxonomist_test_once")
     with CaptureQueriesContext(connection) as queries:
         with transaction.atomic():
             assert statement.one({"study": study.pk}) == (study.slug,)
@@ -95,9 +98,7 @@ def test_a_statement_is_prepared_once_per_connection_and_survives_a_rollback(stu
 def test_a_new_connection_prepares_its_statements_again(study: Study) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's; elsewhere a statement runs as it is")
-    statement = Statement(
-        "taxonomist_test_again", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
-    )
+    statement = _slug_of("taxonomist_test_again")
     assert statement.one({"study": study.pk}) == (study.slug,)
     # What a new connection looks like: PostgreSQL holds none of the statements, and the wrapper's record of
     # them is gone (a new raw connection). Both, or later tests would prepare statements that still exist.
@@ -110,9 +111,7 @@ def test_a_new_connection_prepares_its_statements_again(study: Study) -> None:
 def test_a_statement_the_session_has_already_is_not_an_error(study: Study) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's")
-    statement = Statement(
-        "taxonomist_test_known", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
-    )
+    statement = _slug_of("taxonomist_test_known")
     assert statement.one({"study": study.pk}) == (study.slug,)
     prepared_on = connection._taxonomist_prepared_on  # type: ignore[attr-defined]
     prepared_on[1].discard("taxonomist_test_known")  # the record lost, the session still has it
