@@ -120,6 +120,9 @@ def _database() -> dict[str, object]:
     # Persistent connections in production; none in tests, whose live servers must let go of the test DB.
     config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0 if TESTING else 60))
     config["CONN_HEALTH_CHECKS"] = True
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # The same backend, whose health check asks the socket before sending SELECT 1 (apps/core/postgresql).
+        config["ENGINE"] = "apps.core.postgresql"
     return dict(config)
 
 
