@@ -308,6 +308,7 @@ class AssignmentAnnotation(StudyAPIView):
                 self.user,
                 codebook_version=data.get("codebook_version", book.version),
                 seconds_spent=data.get("seconds_spent"),
+                study=self.study,
             )
         except services.StaleCodebook as exc:
             raise Refused(str(exc), [str(p) for p in exc.problems], status_code=409) from exc

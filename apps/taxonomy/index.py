@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 # except for memoised lookups, which are deterministic.
 _CACHE: dict[tuple[Any, ...], CodebookIndex] = {}
 _CACHE_SIZE = 64
+_LAST_READ: dict[int, tuple[Any, ...]] = {}  # study id → the key of its codebook's index read last
 _WRITING = "taxonomy_codebook_written"  # attribute on the (thread-local) connection
 
 
@@ -57,6 +58,7 @@ def note_codebook_write(**_: Any) -> None:
     """This transaction writes a codebook: forget every cached index, and read around the cache until
     the transaction ends (a rollback would otherwise leave its content cached under a committed key)."""
     _CACHE.clear()
+    _LAST_READ.clear()
     if connection.in_atomic_block:
         setattr(connection, _WRITING, True)
 
@@ -133,6 +135,8 @@ class CodebookIndex:
         self.codebook_id = codebook_id
         self.name = name
         self.version = version
+        # The codebook row it was read from (id, version, updated_at, name): see `last_read`.
+        self.row_state: tuple[Any, ...] | None = None
         # Structures other apps derive from this index (e.g. labelling's payload schema), built once
         # per index; they live as long as the index does in the cache.
         self.memo: dict[str, object] = {}
@@ -178,17 +182,30 @@ class CodebookIndex:
     def for_codebook(cls, book: Codebook) -> CodebookIndex:
         """The codebook as currently stored: from this process's cache when the row's version and
         `updated_at` are those it was read at, else two queries (dimensions, then categories)."""
-        if not _cache_usable():
-            return cls._read(book)
         key = _cache_key(book)
+        if not _cache_usable():
+            index = cls._read(book)
+            index.row_state = key
+            return index
         cached = _CACHE.get(key)
-        if cached is not None:
-            return cached
-        index = cls._read(book)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = index
-        return index
+        if cached is None:
+            cached = cls._read(book)
+            cached.row_state = key
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = cached
+        _LAST_READ[book.study_id] = key
+        return cached
+
+    @classmethod
+    def last_read(cls, study_id: int) -> CodebookIndex | None:
+        """The index this process read last for the study's codebook, without a query; None when there is
+        none or the cache is not usable (a transaction writing a codebook). It may be out of date: trust it
+        only once the codebook row, share-locked, still has its `row_state` (labelling's short path)."""
+        if not _cache_usable():
+            return None
+        key = _LAST_READ.get(study_id)
+        return _CACHE.get(key) if key is not None else None
 
     @classmethod
     def _read(cls, book: Codebook) -> CodebookIndex:

@@ -249,11 +249,12 @@ def test_submit_runs_a_constant_number_of_queries(
     round_ = make_round(study, 2, items, {annotator_a: items})
     assignments = list(Assignment.objects.filter(round=round_).order_by("position"))
     two_findings = {"findings": [FAULT_HANG["findings"][0], HOWTO["findings"][0]], "memo": "x"}
-    # On PostgreSQL a first submission is `submit_sql`'s two statements (the locks, every write) plus the
-    # codebook index's two reads and the test's savepoint; a second one starts with the same lock
-    # statement, then takes the ORM path. Elsewhere the ORM path alone, with savepoints for the inserts.
+    # On PostgreSQL a first submission is `submit_sql`'s one statement after the codebook's three reads (the
+    # codebook is written in this test's transaction, so the index cache is read around) and the test's
+    # savepoint; a second one starts the same way, is declined, then takes the ORM path. Elsewhere the ORM
+    # path alone, with savepoints for the inserts.
     postgres = connection.vendor == "postgresql"
-    first, again, edit = (6, 11, 18) if postgres else (14, 10, 17)
+    first, again, edit = (6, 14, 21) if postgres else (14, 10, 17)
     with mock.patch.object(annotation_submitted, "receivers", []):
         annotation_submitted.sender_receivers_cache.clear()
         # warm-up: the connection's first submission prepares its statements (PostgreSQL), once
@@ -266,3 +267,41 @@ def test_submit_runs_a_constant_number_of_queries(
         for assignment in assignments[:2]:  # an edit: compare, replace the findings
             with django_assert_num_queries(edit):
                 submit_annotation(assignment, two_findings, annotator_a, codebook_version=3)
+
+
+postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's short path")
+
+
+@postgres_only
+def test_a_first_submission_reads_the_next_item_in_its_own_statement(
+    book: Book, study: Study, assignment: Assignment, annotator_a: User
+) -> None:
+    result = submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3, study=study)
+    following = (
+        Assignment.objects.filter(annotator=annotator_a, status=AssignmentStatus.OPEN)
+        .order_by("round__number", "position", "id")
+        .first()
+    )
+    assert following is not None and result.next_assignment_id == following.pk
+    assert result.annotation.assignment.status == AssignmentStatus.SUBMITTED
+
+
+@postgres_only
+def test_a_codebook_changed_since_this_process_read_it_sends_the_submission_to_the_orm_path(
+    book: Book, study: Study, assignment: Assignment, annotator_a: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The labels are checked against the index read last; the statement compares that index's codebook
+    row with the locked one and declines when another process changed it since (here: version 3 → 4)."""
+    from apps.taxonomy.index import CodebookIndex
+
+    read_before = CodebookIndex.for_study(study)
+    Codebook.objects.filter(study=study).update(version=4)
+    monkeypatch.setattr(CodebookIndex, "last_read", classmethod(lambda cls, study_id: read_before))
+    result = submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3, study=study)
+    assert result.next_assignment_id is None  # the ORM path, which leaves the next item to the view
+    assert result.annotation.codebook_version == 4  # validated against the codebook as it is now
+    assert _values(result.annotation) == {
+        (1, "issue_type", "fault", False),
+        (1, "symptom", "hang", False),
+        (1, "fix_pattern", "fix-config", False),
+    }

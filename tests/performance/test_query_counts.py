@@ -135,10 +135,10 @@ def test_lead_pages_run_a_constant_number_of_queries(
 
 # The exact counts measured (the same at both sizes; see the module docstring).
 NEXT_ITEM = 4
-# A first submission on PostgreSQL: session, user, membership; BEGIN, the locks, every write
-# (annotation/services/submit_sql.py), the item's consolidation state with its new Review, COMMIT; the
-# next item.
-SUBMIT = 9
+# A first submission on PostgreSQL: session, user, membership; BEGIN, the locks, every write and the next
+# item in one statement (annotation/services/submit_sql.py), the item's consolidation state with its new
+# Review, COMMIT.
+SUBMIT = 7
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
 # savepoints, so that a twin request's insert can be recovered from.
 SUBMIT_ORM = 23

@@ -116,6 +116,9 @@ class SubmitResult:
     annotation: Annotation
     created: bool  # the first submission of this assignment
     changed: bool  # False: the same labels were already submitted (a double click, a second tab)
+    # The user's next open assignment in the study when the submission read it (PostgreSQL's short path:
+    # the id, 0 for none); None when not read (`next_open_assignment` says).
+    next_assignment_id: int | None = None
 
 
 def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
@@ -166,33 +169,17 @@ def submit_annotation(
     from the page, else the time since the annotation was started; an edit adds to it), clear the draft,
     and send `annotation_submitted(sender=Annotation, annotation, item_id, index)` inside the transaction.
 
-    On PostgreSQL a first submission takes `submit_sql`'s two statements (the same contract, the item
-    row locked with the others, so the signal says ``item_locked=True``); everything else the ORM path.
+    On PostgreSQL a first submission to a study takes `submit_sql`'s one statement when the labels are
+    valid for the codebook index last read (the same contract; the item row locked with the others, so the
+    signal says ``item_locked=True``); everything else, and whatever it declines, the ORM path.
     """
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            first = submit_sql.lock(assignment.pk, user.pk)
-            if (
-                first is not None
-                and (study is None or first.assignment.study_id == study.pk)
-                and first.assignment.status == AssignmentStatus.OPEN
-                and not first.submitted_before
-            ):
-                if first.decided:
-                    raise AlreadyDecided("This item is decided: its labels can no longer change.")
-                book = loaded_codebook(CodebookIndex.for_codebook(first.codebook))
-                clean = _validated(payload, book, user, codebook_version)
-                written = submit_sql.write(
-                    first.assignment, clean.findings, clean.memo, book, timezone.now(), seconds_spent
-                )
-                annotation_submitted.send(
-                    sender=Annotation,
-                    annotation=written,
-                    item_id=first.assignment.item_id,
-                    index=book.index,
-                    item_locked=True,
-                )
-                return SubmitResult(written, created=True, changed=True)
+        # the study asked for, else the one the caller's instance names (a bare reference names none)
+        study_id = study.pk if study is not None else assignment.study_id
+        if connection.vendor == "postgresql" and study_id is not None:
+            short = _submit_short(assignment.pk, payload, user, study_id, codebook_version, seconds_spent)
+            if short is not None:
+                return short
         locked = (
             Assignment.objects.select_for_update().select_related("study").filter(pk=assignment.pk).first()
         )
@@ -257,6 +244,48 @@ def submit_annotation(
     return SubmitResult(annotation, created=created, changed=True)
 
 
+def _submit_short(
+    assignment_id: int,
+    payload: Mapping[str, Any] | pl.Payload,
+    user: User,
+    study_id: int,
+    codebook_version: int,
+    seconds_spent: int | None,
+) -> SubmitResult | None:
+    """`submit_sql.submit` for labels valid against the index this process read last for the study (read
+    now when there is none: three queries); None, having written nothing, when the study has no codebook,
+    the page's version is not that index's, the labels are not valid for it (the ORM path then says why,
+    against the codebook as it is) or the statement declined."""
+    index = CodebookIndex.last_read(study_id)
+    if index is None:
+        row = Codebook.objects.filter(study_id=study_id).first()
+        if row is None:
+            return None
+        index = CodebookIndex.for_codebook(row)
+    if index.version != codebook_version:
+        return None
+    book = loaded_codebook(index)
+    try:
+        clean = _validated(payload, book, user, codebook_version)
+    except InvalidLabels:
+        return None
+    done = submit_sql.submit(
+        assignment_id, user.pk, study_id, clean.findings, clean.memo, book, timezone.now(), seconds_spent
+    )
+    if done is None:
+        return None
+    annotation_submitted.send(
+        sender=Annotation,
+        annotation=done.annotation,
+        item_id=done.annotation.assignment.item_id,
+        index=book.index,
+        item_locked=True,
+    )
+    return SubmitResult(
+        done.annotation, created=True, changed=True, next_assignment_id=done.next_assignment_id or 0
+    )
+
+
 def write_findings(
     annotations: Sequence[tuple[Annotation, Sequence[Mapping[str, pl.Value]]]],
     book: LoadedCodebook,
@@ -302,34 +331,12 @@ def write_findings(
 
 
 # Hand-written because it is the hottest read of the workbench (every next-item and every submit): the
-# ORM's nested Subquery form of the same plan cost several milliseconds to compile and plan per call.
-# For each round of the study in number order, the first open assignment of the annotator by queue
-# position is read from the `assignment_queue` index (annotator, status, round, position), skipping
-# items whose review is decided; the scan stops at the first round that has one. A prepared statement
-# on PostgreSQL (planning was 0.5 of its 0.8 ms).
+# ORM's nested Subquery form of the same plan cost several milliseconds to compile and plan per call
+# (`submit_sql.NEXT_OPEN_ID`). A prepared statement on PostgreSQL (planning was 0.5 of its 0.8 ms).
 _NEXT_OPEN = sql.Statement(
     "taxonomist_next_open",
-    f"""
-SELECT {sql.columns(Assignment, "x")} FROM annotation_assignment x WHERE x.id = (
-    SELECT f.first FROM (
-        SELECT r.number, r.id AS round_id, (
-            SELECT a.id FROM annotation_assignment a
-            WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
-              AND a.id <> %(after)s
-              AND NOT EXISTS (
-                  SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s
-              )
-            ORDER BY a.position, a.id
-            LIMIT 1
-        ) AS first
-        FROM annotation_round r
-        WHERE r.study_id = %(study)s
-    ) f
-    WHERE f.first IS NOT NULL
-    ORDER BY f.number, f.round_id
-    LIMIT 1
-)
-""",
+    f"SELECT {sql.columns(Assignment, 'x')} FROM annotation_assignment x "
+    f"WHERE x.id = ({submit_sql.NEXT_OPEN_ID})",
     {"user": "bigint", "open": "varchar", "after": "bigint", "decided": "varchar", "study": "bigint"},
 )
 

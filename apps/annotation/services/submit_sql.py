@@ -1,25 +1,31 @@
-"""A first submission on PostgreSQL in two statements: the locks, then every write (docs/decisions/0004).
+"""A first submission on PostgreSQL in one statement: the locks, every write and the next item
+(docs/decisions/0004).
 
 `submit_annotation` (labelling.py) takes this path for the common case, an annotator submitting an open
-assignment of theirs for the first time, and the ORM path for everything else (edits, a decided item, a
-study without a codebook, SQLite). Both keep the same contract; the tests run both.
+assignment of theirs for the first time, with labels already checked against the study's codebook index
+that this process read last (`CodebookIndex.last_read`, else read now); the ORM path takes everything else
+(edits, a decided item, a codebook changed since, a study without a codebook, SQLite), and anything this
+statement declines. Both keep the same contract; the tests run both.
 
-`lock` takes, in one statement and in this order, the assignment row (FOR UPDATE: a double click or a
-second tab waits here), the codebook row (FOR SHARE: a codebook change waits for us, or we for it, as
-in `_hold_codebook`) and the item row (FOR UPDATE: the item's consolidation, which would take it next, is
-serialised with the other annotators' submissions of the item). Taking the item lock first instead of
-last changes no lock order: codebook before item, as every writer of both does.
+The statement takes, in this order, the assignment row (FOR UPDATE: a double click or a second tab waits
+here), the codebook row (FOR SHARE: a codebook change waits for us, or we for it, as in `_hold_codebook`)
+and the item row (FOR UPDATE: the item's consolidation, which would take it next, is serialised with the
+other annotators' submissions of the item). Taking the item lock first instead of last changes no lock
+order: codebook before item, as every writer of both does.
 
-The values the statement reads beside its locks come from the snapshot it started with. The assignment
-row is the exception: after waiting for a lock, PostgreSQL re-reads the locked row, so a twin request
-that submitted meanwhile shows as status ``submitted`` and sends this one to the ORM path, which compares
-the labels (nothing is written twice). A draft saved meanwhile (which changes no assignment row) is
-replaced by the write's upsert. Whether the item is decided is read from the start snapshot, exactly as
-the ORM path reads it before the item is locked; consolidation then runs on the locked item and sees
-everything committed before.
+It writes only when, on the rows as locked, the assignment is the user's, of the study and open, the
+codebook row is still the one the labels were checked against (id, version, `updated_at`, name: the index
+cache's key), no annotation of the assignment is submitted and the item is not decided; otherwise it writes
+nothing and returns no row, and the caller takes the ORM path in the same transaction. The locked rows are
+read as locked: after waiting for a lock, PostgreSQL re-reads the row, so a twin request that submitted
+meanwhile shows as status ``submitted`` and a codebook changed meanwhile by its new version. The rest comes
+from the snapshot the statement started with: whether an annotation was submitted or the item decided
+(exactly as the ORM path reads them before the item is locked; consolidation then runs on the locked item
+in a statement of its own and sees everything committed before), and the next open assignment (the queue
+as it was a moment before; the submitted assignment is left out by id).
 
-`write` inserts or completes the annotation (a draft becomes the submission, keeping when it was
-started), its findings and label values, and marks the assignment submitted: one statement.
+The write inserts or completes the annotation (a draft becomes the submission, keeping when it was
+started), its findings and label values, and marks the assignment submitted.
 """
 
 from __future__ import annotations
@@ -37,57 +43,57 @@ from .. import payload as pl
 from ..models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
 from .common import DECIDED, MAX_SECONDS_PER_ITEM, LoadedCodebook
 
-_A, _C = sql.width(Assignment), sql.width(Codebook)
+# The user's next open assignment in the study, by round number then queue position, skipping `after` and
+# items whose review is decided: for each round, the first one from the `assignment_queue` index
+# (annotator, status, round, position); the scan stops at the first round that has one. Shared by
+# labelling's `next_open_assignment` and the submission below.
+NEXT_OPEN_ID = """
+SELECT f.first FROM (
+    SELECT r.number, r.id AS round_id, (
+        SELECT a.id FROM annotation_assignment a
+        WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
+          AND a.id <> %(after)s
+          AND NOT EXISTS (
+              SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s
+          )
+        ORDER BY a.position, a.id
+        LIMIT 1
+    ) AS first
+    FROM annotation_round r
+    WHERE r.study_id = %(study)s
+) f
+WHERE f.first IS NOT NULL
+ORDER BY f.number, f.round_id
+LIMIT 1
+"""
 
-_LOCK = sql.Statement(
-    "taxonomist_submit_lock",
+_SUBMIT = sql.Statement(
+    "taxonomist_submit",
     f"""
-SELECT {sql.columns(Assignment, "a")}, {sql.columns(Codebook, "cb")},
-    EXISTS (SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s)
-    OR EXISTS (SELECT 1 FROM adjudication_decision d WHERE d.item_id = a.item_id AND d.is_current),
-    EXISTS (SELECT 1 FROM "{Annotation._meta.db_table}" n
-            WHERE n.assignment_id = a.id AND n.submitted_at IS NOT NULL)
-FROM "{Assignment._meta.db_table}" a
-JOIN "{Codebook._meta.db_table}" cb ON cb.study_id = a.study_id
-JOIN "{Item._meta.db_table}" i ON i.id = a.item_id
-WHERE a.id = %(assignment)s AND a.annotator_id = %(user)s
-FOR UPDATE OF a FOR SHARE OF cb FOR UPDATE OF i
-""",
-    {"assignment": "bigint", "user": "bigint", "decided": "varchar"},
-)
-
-
-@dataclass(frozen=True)
-class Locked:
-    assignment: Assignment
-    codebook: Codebook
-    decided: bool
-    submitted_before: bool  # an annotation of this assignment was submitted already (an edit)
-
-
-def lock(assignment_id: int, user_id: int) -> Locked | None:
-    """Lock the user's assignment, the study's codebook and the item (see the module docstring); None when
-    the assignment is not the user's or the study has no codebook (the ORM path says which)."""
-    row = _LOCK.one({"assignment": assignment_id, "user": user_id, "decided": DECIDED})
-    if row is None:
-        return None
-    return Locked(
-        assignment=sql.instance(Assignment, row[:_A]),
-        codebook=sql.instance(Codebook, row[_A : _A + _C]),
-        decided=bool(row[_A + _C]),
-        submitted_before=bool(row[_A + _C + 1]),
-    )
-
-
-_WRITE = sql.Statement(
-    "taxonomist_submit_write",
-    f"""
-WITH an AS (
+WITH l AS (
+    SELECT a.id, a.study_id, a.status, cb.id AS codebook_id, cb.version, cb.updated_at, cb.name,
+        EXISTS (SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s)
+        OR EXISTS (SELECT 1 FROM adjudication_decision d WHERE d.item_id = a.item_id AND d.is_current)
+            AS decided,
+        EXISTS (SELECT 1 FROM "{Annotation._meta.db_table}" n
+                WHERE n.assignment_id = a.id AND n.submitted_at IS NOT NULL) AS submitted_before
+    FROM "{Assignment._meta.db_table}" a
+    JOIN "{Codebook._meta.db_table}" cb ON cb.study_id = a.study_id
+    JOIN "{Item._meta.db_table}" i ON i.id = a.item_id
+    WHERE a.id = %(assignment)s AND a.annotator_id = %(user)s
+    FOR UPDATE OF a FOR SHARE OF cb FOR UPDATE OF i
+), ok AS (
+    SELECT l.id FROM l
+    WHERE l.study_id = %(study)s AND l.status = %(open)s AND NOT l.decided AND NOT l.submitted_before
+      AND l.codebook_id = %(codebook)s AND l.version = %(version)s AND l.updated_at = %(codebook_updated)s
+      AND l.name = %(codebook_name)s
+), an AS (
     INSERT INTO "{Annotation._meta.db_table}" AS x
         (assignment_id, memo, draft, codebook_version, started_at, submitted_at, updated_at, seconds_spent,
          imported)
-    VALUES (%(assignment)s, %(memo)s, '{{}}'::jsonb, %(version)s, %(now)s, %(now)s, %(now)s,
-            COALESCE(%(seconds)s, 0), false)
+    SELECT ok.id, %(memo)s, '{{}}'::jsonb, %(version)s, %(now)s, %(now)s, %(now)s, COALESCE(%(seconds)s, 0),
+        false
+    FROM ok
     ON CONFLICT (assignment_id) DO UPDATE SET
         memo = EXCLUDED.memo, draft = '{{}}'::jsonb, codebook_version = EXCLUDED.codebook_version,
         submitted_at = EXCLUDED.submitted_at, updated_at = EXCLUDED.updated_at, imported = false,
@@ -108,16 +114,24 @@ WITH an AS (
                        %(v_pending)s::boolean[]) AS t(number, dimension, category, pending)
          ON t.number = f.number
 ), s AS (
-    UPDATE "{Assignment._meta.db_table}"
-    SET status = %(submitted)s, submitted_at = COALESCE(submitted_at, %(now)s)
-    WHERE id = %(assignment)s
+    UPDATE "{Assignment._meta.db_table}" AS y
+    SET status = %(submitted)s, submitted_at = COALESCE(y.submitted_at, %(now)s)
+    WHERE y.id IN (SELECT ok.id FROM ok)
+    RETURNING {sql.columns(Assignment, "y")}
 )
-SELECT * FROM an
+SELECT s.*, an.*, ({NEXT_OPEN_ID.replace("%(after)s", "%(assignment)s")}) FROM s, an
 """,
     {
         "assignment": "bigint",
-        "memo": "text",
+        "user": "bigint",
+        "study": "bigint",
+        "open": "varchar",
+        "decided": "varchar",
+        "codebook": "bigint",
         "version": "integer",
+        "codebook_updated": "timestamptz",
+        "codebook_name": "varchar",
+        "memo": "text",
         "now": "timestamptz",
         "seconds": "integer",
         "max_seconds": "integer",
@@ -129,19 +143,32 @@ SELECT * FROM an
         "submitted": "varchar",
     },
 )
+_A = sql.width(Assignment)
 
 
-def write(
-    assignment: Assignment,
+@dataclass(frozen=True)
+class Submitted:
+    annotation: Annotation  # with its assignment, as written
+    next_assignment_id: int | None  # the user's next open assignment in the study, None when there is none
+
+
+def submit(
+    assignment_id: int,
+    user_id: int,
+    study_id: int,
     findings: Sequence[Mapping[str, pl.Value]],
     memo: str,
     book: LoadedCodebook,
     now: datetime,
     seconds_spent: int | None,
-) -> Annotation:
-    """Write a first submission of `assignment` (locked by `lock`, status open) in one statement and
-    return its annotation. `seconds_spent` from the page wins; without it, the time since a draft was
-    started (0 for none), capped as the ORM path caps it."""
+) -> Submitted | None:
+    """Write a first submission of the assignment in one statement (see the module docstring), the labels
+    checked against `book`; None when the statement declined, having written nothing. `seconds_spent` from
+    the page wins; without it, the time since a draft was started (0 for none), capped as the ORM path caps
+    it."""
+    state = book.index.row_state
+    if state is None or book.index.codebook_id is None:
+        return None
     v_number: list[int] = []
     v_dimension: list[int] = []
     v_category: list[int | None] = []
@@ -155,11 +182,19 @@ def write(
                 v_dimension.append(dimension_id)
                 v_category.append(book.category_ids[(dimension, key)] if key is not None else None)
                 v_pending.append(key is None)
+    codebook_id, version, updated_at, name = state
     seconds = None if seconds_spent is None else max(0, min(seconds_spent, MAX_SECONDS_PER_ITEM))
     params: dict[str, Any] = {
-        "assignment": assignment.pk,
+        "assignment": assignment_id,
+        "user": user_id,
+        "study": study_id,
+        "open": AssignmentStatus.OPEN.value,
+        "decided": DECIDED,
+        "codebook": codebook_id,
+        "version": version,
+        "codebook_updated": updated_at,
+        "codebook_name": name,
         "memo": memo,
-        "version": book.version,
         "now": now,
         "seconds": seconds,
         "max_seconds": MAX_SECONDS_PER_ITEM,
@@ -170,10 +205,9 @@ def write(
         "v_pending": v_pending,
         "submitted": AssignmentStatus.SUBMITTED.value,
     }
-    row = _WRITE.one(params)
-    assert row is not None  # an INSERT ... ON CONFLICT DO UPDATE returns its row
-    annotation = sql.instance(Annotation, row)
-    assignment.status = AssignmentStatus.SUBMITTED
-    assignment.submitted_at = assignment.submitted_at or now
-    annotation.assignment = assignment
-    return annotation
+    row = _SUBMIT.one(params)
+    if row is None:
+        return None
+    annotation = sql.instance(Annotation, row[_A:-1])
+    annotation.assignment = sql.instance(Assignment, row[:_A])
+    return Submitted(annotation, row[-1])

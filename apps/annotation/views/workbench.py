@@ -372,8 +372,11 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.info(request, "These labels were already submitted; nothing changed.")
     if form.cleaned_data.get("next") == "stay":
         return redirect("annotation:workbench", slug=study.slug, pk=pk)
-    following = services.next_open_assignment(user, study, after=reference)
+    following = result.next_assignment_id  # read by the submission itself on PostgreSQL's short path
     if following is None:
+        after = services.next_open_assignment(user, study, after=reference)
+        following = after.pk if after is not None else 0
+    if not following:
         messages.success(request, "Submitted. Nothing left to label: your queue is empty.")
         return redirect("annotation:queue", slug=study.slug)
-    return redirect("annotation:workbench", slug=study.slug, pk=following.pk)
+    return redirect("annotation:workbench", slug=study.slug, pk=following)
