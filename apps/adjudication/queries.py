@@ -8,7 +8,7 @@ functions take an item or a study the caller already fetched through `access_stu
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ from django.db.models.functions import Coalesce
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
-from apps.core.sql import Statement, columns, instance, width
+from apps.core.sql import columns, instance, width
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
@@ -171,35 +171,41 @@ def _assemble(
     )
 
 
-# The labels of one round of one item in one statement (the submission's consolidation, apps/core/sql.py):
-# each assignment with its annotation, findings and label values, one row per value (or per finding
-# without values, or per assignment without findings).
-_ROUND_LABELS = Statement(
-    "taxonomist_round_labels",
-    f"""
+# The labels of one round of one item (read by the submission's consolidation with the item's state, in
+# `services._SUBMISSION_STATE`): each assignment with its annotation, findings and label values, one row per
+# value (or per finding without values, or per assignment without findings), in the columns
+# `labels_from_rows` reads. `round_id` and `condition` are SQL expressions; %(item)s is the item.
+def round_labels_sql(round_id: str, condition: str = "true") -> str:
+    return f"""
 SELECT {columns(Assignment, "a")}, {columns(Annotation, "n")}, f.number, v.id, v.dimension_id, v.category_id,
        v.pending
 FROM "{Assignment._meta.db_table}" a
 LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
 LEFT JOIN "{Finding._meta.db_table}" f ON f.annotation_id = n.id
 LEFT JOIN "{LabelValue._meta.db_table}" v ON v.finding_id = f.id
-WHERE a.item_id = %(item)s AND a.round_id = %(round)s
-ORDER BY a.id, f.number, v.id
-""",
-    {"item": "bigint", "round": "bigint"},
-)
+WHERE a.item_id = %(item)s AND a.round_id = {round_id} AND {condition}
+"""
 
 
-def submission_labels(item: Item, round_id: int, index: CodebookIndex) -> ItemLabels:
-    """`item_labels(item, index=index)` for the round `round_id` known to be the item's latest, in one
-    query; the assignments come without their related rows (round, annotator) loaded."""
+def round_labels_order(offset: int) -> str:
+    """The ORDER BY of `round_labels_sql`'s rows (assignment, finding number, value) by column position,
+    its columns starting after `offset` others."""
+    a_width, n_width = width(Assignment), width(Annotation)
+    return f"{offset + 1}, {offset + a_width + n_width + 1}, {offset + a_width + n_width + 2}"
+
+
+def labels_from_rows(
+    item: Item, round_id: int, index: CodebookIndex, rows: Iterable[Sequence[Any]]
+) -> ItemLabels:
+    """`item_labels(item, index=index)` for the round `round_id` known to be the item's latest, from its
+    `round_labels_sql` rows in `round_labels_order`; the assignments come without their related rows (round,
+    annotator) loaded."""
     dimension_keys = {d.id: d.key for d in index.all_dimensions}
     in_round: dict[int, Assignment] = {}
     annotations: dict[int, Annotation] = {}
     values: list[tuple[int, int, int, str, int | None, bool]] = []
     numbers: list[tuple[int, int]] = []
     a_width, n_width = width(Assignment), width(Annotation)
-    rows, _ = _ROUND_LABELS.run({"item": item.pk, "round": round_id})
     for row in rows:
         assignment_id = row[0]
         if assignment_id not in in_round:

@@ -35,7 +35,14 @@ from apps.taxonomy.tree import LabelError
 
 from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
 from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
-from .queries import ItemLabels, decision_findings, item_labels, submission_labels
+from .queries import (
+    ItemLabels,
+    decision_findings,
+    item_labels,
+    labels_from_rows,
+    round_labels_order,
+    round_labels_sql,
+)
 
 AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
 Gold = list[dict[str, frozenset[int]]]
@@ -133,9 +140,11 @@ def consolidate_item(
 
 # What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
 # submission): the study's rule, the item's latest round with its assignments and submitted annotations
-# counted, whether a decision is current, and the item's Review. The common case is written by the same
-# statement: an item whose round is not all submitted, without a decision or a Review yet (the first
-# annotation of the item), gets its Review as ``annotating``; the last value says whether it did.
+# counted, whether a decision is current, and the item's Review; when the round is all submitted, its labels
+# too, one row each (`queries.round_labels_sql`), the state repeated on each. The common case is written by
+# the same statement: an item whose round is not all submitted, without a decision or a Review yet (the
+# first annotation of the item), gets its Review as ``annotating``; the 11th value says whether it did.
+_STATE_WIDTH = 11
 _SUBMISSION_STATE = Statement(
     "taxonomist_submission_state",
     f"""
@@ -168,7 +177,9 @@ WITH r AS (
     ON CONFLICT (item_id) DO NOTHING
     RETURNING id
 )
-SELECT st.*, EXISTS (SELECT 1 FROM opened) FROM st
+SELECT st.*, EXISTS (SELECT 1 FROM opened), lab.*
+FROM st LEFT JOIN LATERAL ({round_labels_sql("st.round_id", "st.done >= st.total")}) lab ON true
+ORDER BY {round_labels_order(_STATE_WIDTH)}
 """,
     {"item": "bigint", "submitted": "varchar", "annotating": "varchar", "now": "timestamptz"},
 )
@@ -209,7 +220,7 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     current decision, a decided Review, or a Review that a lead changed since the read is left to
     `consolidate_item`, whatever the case."""
     now = timezone.now()
-    row = _SUBMISSION_STATE.one(
+    rows, _ = _SUBMISSION_STATE.run(
         {
             "item": item_id,
             "submitted": AssignmentStatus.SUBMITTED.value,
@@ -217,9 +228,12 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
             "now": now,
         }
     )
-    if row is None:
+    if not rows:
         return
-    study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round, opened = row
+    state = rows[0][:_STATE_WIDTH]
+    study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round, opened = (
+        state
+    )
     if opened:
         return
     if isinstance(dimensions, str):  # jsonb comes as text: Django parses JSON in its fields, not the driver
@@ -231,7 +245,7 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     decision: tuple[Gold, Provenance, ItemLabels] | None = None
     target, disagreeing = ReviewState.ANNOTATING.value, []
     if done >= total:
-        labels = submission_labels(item, round_id, index)
+        labels = labels_from_rows(item, round_id, index, (r[_STATE_WIDTH:] for r in rows if r[_STATE_WIDTH]))
         result = consolidate(labels.findings, rule=rule)
         disagreeing = list(result.disagreeing_dimensions)
         if result.decided:
@@ -239,6 +253,18 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
             target = ReviewState.DECIDED.value
         else:
             target = ReviewState.DISAGREEMENT.value
+    if decision is not None and review_id is not None:
+        # The common end of a round: the Review and the decision in one statement.
+        gold, provenance, labels = decision
+        fields, gold_values, sources = _decision_rows(
+            item, gold, provenance, labels, None, None, "", None, False, index
+        )
+        params = _decision_params(fields, len(gold), gold_values, sources)
+        review = {"review_state": target, "review_dimensions": json.dumps(disagreeing), "review": review_id}
+        decided = _DECIDE_REVIEW.one({**params, **review, "was": was})
+        if decided is None or not decided[0]:
+            consolidate_item(item_id, index=index)
+        return
     values = {
         "item": item_id,
         "study": study_id,
@@ -337,6 +363,45 @@ def _record(
         is_current=False
     ):
         raise DecisionConflict(_conflict_message(None, previous.pk), None)
+    fields, values, sources = _decision_rows(
+        item, gold, provenance, labels, previous, actor, rationale, round_id, override, index
+    )
+    if connection.vendor == "postgresql":
+        row = _INSERT_DECISION.one(_decision_params(fields, len(gold), values, sources))
+        assert row is not None  # an INSERT returns its row
+        return _decision_instance(row, fields)
+    decision = Decision.objects.create(**fields)
+    findings = DecisionFinding.objects.bulk_create(
+        DecisionFinding(decision=decision, number=number) for number in range(1, len(gold) + 1)
+    )
+    DecisionValue.objects.bulk_create(
+        DecisionValue(finding=findings[number - 1], dimension_id=dimension_id, category_id=category_id)
+        for number, dimension_id, category_id in values
+    )
+    if sources:
+        # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
+        through = Decision.source_annotations.through
+        through.objects.bulk_create([through(decision_id=decision.pk, annotation_id=pk) for pk in sources])
+    return decision
+
+
+DecisionRows = tuple[dict[str, Any], list[tuple[int, int, int]], list[int]]
+
+
+def _decision_rows(
+    item: Item,
+    gold: Gold,
+    provenance: Provenance,
+    labels: ItemLabels,
+    previous: Decision | None,
+    actor: User | None,
+    rationale: str,
+    round_id: int | None,
+    override: bool,
+    index: CodebookIndex,
+) -> DecisionRows:
+    """A new current decision's fields (as `Decision.objects.create` takes them), its gold values (finding
+    number, dimension id, category id) and its source annotations' ids."""
     fields: dict[str, Any] = {
         "study_id": item.study_id,
         "item": item,
@@ -356,36 +421,23 @@ def _record(
         for key, ids in finding.items()
         for category_id in sorted(ids)
     ]
-    sources = [a.pk for a in dict.fromkeys(labels.annotations)]
-    if connection.vendor == "postgresql":
-        return _insert_decision(fields, len(gold), values, sources)
-    decision = Decision.objects.create(**fields)
-    findings = DecisionFinding.objects.bulk_create(
-        DecisionFinding(decision=decision, number=number) for number in range(1, len(gold) + 1)
-    )
-    DecisionValue.objects.bulk_create(
-        DecisionValue(finding=findings[number - 1], dimension_id=dimension_id, category_id=category_id)
-        for number, dimension_id, category_id in values
-    )
-    if sources:
-        # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
-        through = Decision.source_annotations.through
-        through.objects.bulk_create([through(decision_id=decision.pk, annotation_id=pk) for pk in sources])
-    return decision
+    return fields, values, [a.pk for a in dict.fromkeys(labels.annotations)]
 
 
 _SOURCES = Decision.source_annotations.through._meta.db_table
+
+
 # `_record` on PostgreSQL: the decision, its findings, their values and its source annotations in one
-# statement (four inserts through the ORM); every decision takes it, automatic or a lead's.
-_INSERT_DECISION = Statement(
-    "taxonomist_insert_decision",
-    f"""
-WITH d AS (
+# statement (four inserts through the ORM); every decision takes it, automatic or a lead's. `gate` is a
+# FROM clause the decision's row is selected from (empty: always one row).
+def _decision_ctes(gate: str) -> str:
+    return f"""
+d AS (
     INSERT INTO "{Decision._meta.db_table}" AS x
         (study_id, item_id, round_id, provenance, rationale, decided_by_id, decided_at, is_current,
          supersedes_id, changes, codebook_version)
-    VALUES (%(study)s, %(item)s, %(round)s, %(provenance)s, %(rationale)s, %(actor)s, %(decided_at)s, true,
-            %(previous)s, %(changes)s, %(version)s)
+    SELECT %(study)s, %(item)s, %(round)s, %(provenance)s, %(rationale)s, %(actor)s, %(decided_at)s, true,
+           %(previous)s, %(changes)s, %(version)s {gate}
     RETURNING {columns(Decision, "x")}
 ), f AS (
     INSERT INTO "{DecisionFinding._meta.db_table}" (decision_id, number)
@@ -399,43 +451,74 @@ WITH d AS (
 ), s AS (
     INSERT INTO "{_SOURCES}" (decision_id, annotation_id)
     SELECT d.id, a FROM d, unnest(%(sources)s::bigint[]) AS a
+)"""
+
+
+_DECISION_TYPES = {
+    "study": "bigint", "item": "bigint", "round": "bigint", "provenance": "varchar", "rationale": "text",
+    "actor": "bigint", "decided_at": "timestamptz", "previous": "bigint", "changes": "jsonb",
+    "version": "integer", "numbers": "integer[]", "v_number": "integer[]", "v_dimension": "bigint[]",
+    "v_category": "bigint[]", "sources": "bigint[]",
+}  # fmt: skip
+_INSERT_DECISION = Statement(
+    "taxonomist_insert_decision", f"WITH {_decision_ctes('')}\nSELECT * FROM d", _DECISION_TYPES
 )
-SELECT * FROM d
+# A completed round's unanimous decision with its Review (`consolidate_submission`): the Review becomes
+# decided only while still as it was read (as `_UPDATE_REVIEW`), and the decision is written only if it
+# did; the first value says whether it did.
+_DECIDE_REVIEW = Statement(
+    "taxonomist_decide_review",
+    f"""
+WITH r AS (
+    UPDATE "{Review._meta.db_table}"
+    SET state = %(review_state)s, disagreeing_dimensions = %(review_dimensions)s::jsonb, round_id = %(round)s,
+        updated_at = %(decided_at)s
+    WHERE id = %(review)s AND state = %(was)s
+    RETURNING id
+), {_decision_ctes("FROM r")}
+SELECT EXISTS (SELECT 1 FROM r), d.* FROM (SELECT 1) AS one LEFT JOIN d ON true
 """,
-    {"study": "bigint", "item": "bigint", "round": "bigint", "provenance": "varchar", "rationale": "text",
-     "actor": "bigint", "decided_at": "timestamptz", "previous": "bigint", "changes": "jsonb",
-     "version": "integer", "numbers": "integer[]", "v_number": "integer[]", "v_dimension": "bigint[]",
-     "v_category": "bigint[]", "sources": "bigint[]"},
-)  # fmt: skip
+    {
+        **_DECISION_TYPES,
+        "review_state": "varchar",
+        "review_dimensions": "jsonb",
+        "review": "bigint",
+        "was": "varchar",
+    },
+)
 
 
-def _insert_decision(
+def _decision_params(
     fields: dict[str, Any], findings: int, values: list[tuple[int, int, int]], sources: list[int]
-) -> Decision:
-    """`_record`'s writes on PostgreSQL: `fields` as `Decision.objects.create` takes them."""
+) -> dict[str, Any]:
+    """The decision statements' parameters for `fields` as `Decision.objects.create` takes them."""
     actor, previous = fields["decided_by"], fields["supersedes"]
-    row = _INSERT_DECISION.one(
-        {
-            "study": fields["study_id"],
-            "item": fields["item"].pk,
-            "round": fields["round_id"],
-            "provenance": str(fields["provenance"]),
-            "rationale": fields["rationale"],
-            "actor": actor.pk if actor is not None else None,
-            "decided_at": fields["decided_at"],
-            "previous": previous.pk if previous is not None else None,
-            "changes": json.dumps(fields["changes"]),
-            "version": fields["codebook_version"],
-            "numbers": list(range(1, findings + 1)),
-            "v_number": [number for number, _, _ in values],
-            "v_dimension": [dimension for _, dimension, _ in values],
-            "v_category": [category for _, _, category in values],
-            "sources": sources,
-        }
-    )
-    assert row is not None  # an INSERT returns its row
+    return {
+        "study": fields["study_id"],
+        "item": fields["item"].pk,
+        "round": fields["round_id"],
+        "provenance": str(fields["provenance"]),
+        "rationale": fields["rationale"],
+        "actor": actor.pk if actor is not None else None,
+        "decided_at": fields["decided_at"],
+        "previous": previous.pk if previous is not None else None,
+        "changes": json.dumps(fields["changes"]),
+        "version": fields["codebook_version"],
+        "numbers": list(range(1, findings + 1)),
+        "v_number": [number for number, _, _ in values],
+        "v_dimension": [dimension for _, dimension, _ in values],
+        "v_category": [category for _, _, category in values],
+        "sources": sources,
+    }
+
+
+def _decision_instance(row: Sequence[Any], fields: dict[str, Any]) -> Decision:
     decision = instance(Decision, row)
-    decision.item, decision.decided_by, decision.supersedes = fields["item"], actor, previous
+    decision.item, decision.decided_by, decision.supersedes = (
+        fields["item"],
+        fields["decided_by"],
+        fields["supersedes"],
+    )
     return decision
 
 

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from apps.accounts.models import ConsolidationRule, Study, User
+from apps.adjudication import services
 from apps.adjudication.models import Decision, Review, ReviewState
 from apps.adjudication.services import consolidate_item
 from apps.corpus.models import Item
@@ -139,3 +141,28 @@ def test_the_first_submission_of_an_item_opens_its_review_as_annotating(
     assert (review.state, review.disagreeing_dimensions) == (ReviewState.ANNOTATING, [])
     assert review.round_id is not None
     assert not Decision.objects.filter(item=item).exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the submission's short path")
+def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
+    make_item: MakeItem, annotator_a: User, annotator_b: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The completing submission writes the Review and the decision in one statement, gated on the Review
+    being as it was read: when a lead changed it meanwhile, nothing is written and `consolidate_item`
+    decides instead."""
+    item = make_item(annotator_a, annotator_b)
+    submit(item, annotator_a, CRASH)
+    read = services._SUBMISSION_STATE.run
+
+    def read_then_a_lead_moves(params: dict[str, Any]) -> Any:
+        rows = read(params)
+        Review.objects.filter(item=item).update(state=ReviewState.DISAGREEMENT)  # committed meanwhile
+        return rows
+
+    fallbacks: list[int] = []
+    monkeypatch.setattr(services._SUBMISSION_STATE, "run", read_then_a_lead_moves)
+    monkeypatch.setattr(services, "consolidate_item", lambda item_id, **_: fallbacks.append(item_id))
+    submit(item, annotator_b, CRASH)
+    assert fallbacks == [item.pk]
+    assert not Decision.objects.filter(item=item).exists()
+    assert Review.objects.get(item=item).state == ReviewState.DISAGREEMENT
