@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # After authentication: the user, loaded lazily by the view, comes with their membership of the study.
+    "apps.accounts.middleware.RequestStudyMiddleware",
 ]
 
 if PRODUCTION:  # gunicorn serves static files itself; runserver does it in development

@@ -12,6 +12,7 @@ from django.http import Http404
 
 from apps.core.sql import Statement, columns, instance
 
+from .backends import STUDY_ACCESS
 from .models import Membership, Role, Study, User
 
 LEAD_ROLES = frozenset({Role.LEAD, Role.OWNER})
@@ -59,10 +60,20 @@ def access_study(user: User | AnonymousUser, slug: str, *, lead: bool = False) -
     """The study and the user's role, or 404 for non-members; 403 when `lead` is asked of an annotator."""
     if not user.is_authenticated:
         raise Http404("No such study.")
-    row = _MEMBERSHIP.one({"user": user.pk, "slug": slug})
-    if row is None:
-        raise Http404("No such study.")
-    role = str(row[0])
+    # Read with the user on this study's URL (backends.py), used once: a later call reads it again.
+    prefetched = getattr(user, STUDY_ACCESS, None)  # request.user is lazy: through its proxy
+    if prefetched is not None:
+        delattr(user, STUDY_ACCESS)
+    if prefetched is not None and prefetched[0] == slug:
+        _, found, study = prefetched
+        if found is None:
+            raise Http404("No such study.")
+    else:
+        row = _MEMBERSHIP.one({"user": user.pk, "slug": slug})
+        if row is None:
+            raise Http404("No such study.")
+        found, study = row[0], instance(Study, row[1:])
+    role = str(found)
     if lead and role not in LEAD_ROLES:
         raise PermissionDenied("Only a lead or an owner of this study can do this.")
-    return instance(Study, row[1:]), role
+    return study, role

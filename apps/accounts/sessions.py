@@ -15,7 +15,15 @@ from django.contrib.sessions.models import Session
 from django.db import connection
 from django.utils import timezone
 
+from apps.core import sql
+
 _TABLE = Session._meta.db_table
+# A prepared statement on PostgreSQL (apps/core/sql.py): every request runs it.
+_READ = sql.Statement(
+    "taxonomist_session",
+    f'SELECT session_data FROM "{_TABLE}" WHERE session_key = %(key)s AND expire_date > %(now)s',
+    {"key": "varchar", "now": "timestamptz"},
+)
 
 
 class SessionStore(DatabaseSessionStore):
@@ -25,12 +33,7 @@ class SessionStore(DatabaseSessionStore):
             self._session_key = None
             return None
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f'SELECT session_data FROM "{_TABLE}" WHERE session_key = %s AND expire_date > %s',
-                [key, now],
-            )
-            row = cursor.fetchone()
+        row = _READ.one({"key": key, "now": now})
         if row is None:
             self._session_key = None
             return None

@@ -7,6 +7,7 @@ sessions and ModelBackend; these tests hold them to Django's behaviour, through 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.sessions.models import Session
@@ -15,8 +16,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.accounts.backends import UserBackend
-from apps.accounts.models import Study, User
+from apps.accounts.backends import REQUEST_STUDY, UserBackend
+from apps.accounts.models import Role, Study, User
+from apps.accounts.permissions import access_study
 from apps.accounts.sessions import SessionStore
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +119,41 @@ def test_an_authenticated_request_reads_the_session_and_the_user_once_each(alice
     with CaptureQueriesContext(connection) as queries:
         assert study_page(client, study) == 200
     sql = [q["sql"] for q in queries.captured_queries]
-    assert sum('FROM "django_session"' in s for s in sql) == 1
-    # the user's statement, prepared on PostgreSQL (`EXECUTE taxonomist_user`), plain elsewhere
+    # each a prepared statement on PostgreSQL (`EXECUTE taxonomist_session`), plain elsewhere
+    assert sum('FROM "django_session"' in s or "taxonomist_session" in s for s in sql) == 1
     assert sum('FROM "accounts_user"' in s or "taxonomist_user" in s for s in sql) == 1
+    # on a study's URL the user comes with their membership: no read of its own
+    assert not any("taxonomist_membership " in s or s.lstrip().startswith("SELECT m.role") for s in sql)
+
+
+def test_on_a_study_url_the_user_comes_with_their_membership_and_outsiders_get_404(
+    alice: User, study: Study
+) -> None:
+    outsider = User.objects.create_user("olga", password=PASSWORD)
+    assert study_page(logged_in(outsider), study) == 404
+    assert logged_in(alice).get("/studies/no-such-study/queue/").status_code == 404
+    assert study_page(logged_in(alice), study) == 200
+    assert REQUEST_STUDY.get() is None  # the middleware forgets the study when the request ends
+
+
+def test_the_membership_read_with_the_user_serves_one_access_for_that_study_only(
+    alice: User, study: Study, django_assert_num_queries: Any
+) -> None:
+    access_study(User.objects.get(pk=alice.pk), study.slug)  # PostgreSQL prepares its statement, once
+    token = REQUEST_STUDY.set(study.slug)
+    try:
+        user = UserBackend().get_user(alice.pk)
+    finally:
+        REQUEST_STUDY.reset(token)
+    assert user is not None
+    with django_assert_num_queries(0):
+        assert access_study(user, study.slug) == (study, Role.ANNOTATOR)
+    with django_assert_num_queries(1):  # used once: a second access reads again
+        assert access_study(user, study.slug) == (study, Role.ANNOTATOR)
+    token = REQUEST_STUDY.set("another-study")
+    try:
+        other = UserBackend().get_user(alice.pk)
+    finally:
+        REQUEST_STUDY.reset(token)
+    with django_assert_num_queries(1):  # read for another slug: not taken for this one
+        assert access_study(other, study.slug) == (study, Role.ANNOTATOR)

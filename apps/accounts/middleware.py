@@ -1,0 +1,32 @@
+"""Names the study of the request (its URL's `slug`) for the user's loading (`backends.REQUEST_STUDY`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+from .backends import REQUEST_STUDY
+
+
+class RequestStudyMiddleware:
+    """Sets `REQUEST_STUDY` to the resolved view's `slug` argument before the view runs, and back to None
+    when the request ends. Placed after AuthenticationMiddleware: the user is loaded lazily, by the view, so
+    it is read with the membership of that study. Nothing else reads the value."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        REQUEST_STUDY.set(None)
+        try:
+            return self.get_response(request)
+        finally:
+            REQUEST_STUDY.set(None)
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: dict[str, Any]
+    ) -> None:
+        slug = kwargs.get("slug")
+        REQUEST_STUDY.set(slug if isinstance(slug, str) else None)
