@@ -254,14 +254,14 @@ def test_next_skips_to_the_first_open_item_and_then_to_the_queue(
 def test_next_item_and_the_workbench_cost_the_same_queries_in_a_bigger_study(
     client: Client, study: Study, book: Book, annotator_a: User, django_assert_num_queries: Any
 ) -> None:
-    """Session and user (2), membership (1), then the next open assignment (1), or the assignment with its
-    item and annotation (1), the codebook (3), decided? (1), progress (1), comments (1): the same numbers
-    with 3 items or 60 more."""
+    """The session (1), the user with their membership of the study (1), then the next open assignment (1),
+    or the assignment with its item and annotation (1), the codebook (3), decided? (1), progress (1),
+    comments (1): the same numbers with 3 items or 60 more."""
 
     def measure() -> None:
-        with django_assert_num_queries(4):
+        with django_assert_num_queries(3):
             response = client.get(reverse("annotation:next", args=[study.slug]))
-        with django_assert_num_queries(10):
+        with django_assert_num_queries(9):
             assert client.get(response["Location"]).status_code == 200
 
     login(client, annotator_a)
