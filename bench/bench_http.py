@@ -243,6 +243,18 @@ def time_submit(
     return timing
 
 
+def every_submission(first: Timing, completing: Timing) -> Timing:
+    """The two submit rows as one sample: with overlap 2, as many submissions complete an item as start
+    one, so this is the distribution of submitting a label over a whole round."""
+    every = Timing("submit, every submission", note="the two rows above together (overlap 2: half of each)")
+    for part in (first, completing):
+        every.client_ms += part.client_ms
+        every.server_ms += part.server_ms
+        every.queries += part.queries
+        every.statuses |= part.statuses
+    return every
+
+
 def _fixtures(slug: str, count: int) -> dict[str, Any]:
     """What the client needs from the database: ids for deep pages, a valid label, the annotator to use."""
     sys.path.insert(0, str(ROOT))
@@ -354,6 +366,7 @@ def measure(
         time_submit(sessions, *common, completing, labels, version, name="submit, completing an item",
                     note="the item's 2nd: consolidated into a unanimous decision")
     )  # fmt: skip
+    timings.append(every_submission(timings[-2], timings[-1]))
     timings.append(time_get(annotator, "annotator queue", f"{study}/queue/", n))
     pages = [
         ("study page (lead)", f"{study}/", ""),
