@@ -101,6 +101,8 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["annotator", "status", "round", "position"], name="assignment_queue"),
+            # An annotator's progress in a round (done / total on every workbench page): an index-only count.
+            models.Index(fields=["annotator", "round", "status"], name="assignment_progress"),
             models.Index(fields=["study", "status"], name="assignment_study_status"),
             models.Index(fields=["item", "status"], name="assignment_item_status"),
         ]
