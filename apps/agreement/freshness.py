@@ -11,10 +11,12 @@ dashboard needs both on every view. `cached` keeps such values in Django's cache
   and on `codebook_changed` (sent after every codebook change, merges and splits that move labels
   included).
 
-Tokens are replaced at once (the sending transaction and tests see it) and again when the transaction
-commits, so a value computed from the database before the commit is not kept under the current
-tokens; a value is computed after its tokens were read, so it is never older than the last change
-signalled before it. Values expire after `TTL` seconds anyway: writes that send no signal (the admin, a
+Tokens are replaced when the sending transaction commits (at once outside a transaction), so a value
+computed from the database before the commit is not kept under the current tokens; and before that if
+the sending transaction itself reads a cached value (so it, and a test, whose transaction never commits,
+sees its change). A submission, which reads none, thus costs one write to the cache, at commit. A value
+is computed after its tokens were read, so it is never older than the last change signalled before it.
+Values expire after `TTL` seconds anyway: writes that send no signal (the admin, a
 shell) and caches that processes do not share (the local-memory cache, without REDIS_URL, next to a
 Celery worker importing labels) are noticed within that time. The receivers run no query for the
 senders there are.
@@ -33,7 +35,7 @@ from typing import Any
 from uuid import uuid4
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 
 from apps.accounts.models import Study
 from apps.annotation.models import Annotation
@@ -69,9 +71,39 @@ def _replace(kind: str, pk: int) -> None:
         logger.warning("agreement cache unavailable, %s %s not marked changed: %s", kind, pk, exc)
 
 
+# On the connection: the (kind, pk) whose labels its open transaction changed; their tokens are replaced
+# at commit, and before that only if this connection reads the cache (`_replace_pending`). Entries of a
+# rolled-back transaction are dropped when the connection is next seen outside a transaction.
+_PENDING = "_taxonomist_labels_changed"
+
+
+def _pending() -> set[tuple[str, int]]:
+    pending: set[tuple[str, int]] | None = getattr(connection, _PENDING, None)
+    if pending is None:
+        pending = set()
+        setattr(connection, _PENDING, pending)
+    return pending
+
+
+def _replace_pending() -> None:
+    """Before this connection reads the cache: the changes its open transaction signalled replace their
+    tokens now, so that it (and a test, whose transaction never commits) sees them."""
+    pending = _pending()
+    if pending and connection.in_atomic_block:
+        for kind, pk in sorted(pending):
+            _replace(kind, pk)
+    pending.clear()
+
+
+def _committed(kind: str, pk: int) -> None:
+    _pending().discard((kind, pk))
+    _replace(kind, pk)
+
+
 def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or its value from the cache when the study's labels have not changed since (nor
     ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
+    _replace_pending()
     try:
         tokens = f"{_token('study', study.pk)}:{_token('codebook', codebook_id)}"
         # The creation time tells apart studies that reuse a deleted one's id (SQLite, tests).
@@ -93,11 +125,13 @@ def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callabl
 
 
 def labels_changed(*, study_id: int | None = None, codebook_id: int | None = None) -> None:
-    """Forget the values cached for a study's labels (by study or by codebook), now and at commit."""
+    """Forget the values cached for a study's labels (by study or by codebook) when the transaction commits,
+    and before that if this connection reads them (`_replace_pending`)."""
     for kind, pk in (("study", study_id), ("codebook", codebook_id)):
         if pk is not None:
-            _replace(kind, pk)
-            transaction.on_commit(partial(_replace, kind, pk))
+            if connection.in_atomic_block:
+                _pending().add((kind, pk))
+            transaction.on_commit(partial(_committed, kind, pk))
 
 
 def on_annotation_submitted(sender: object, *, annotation: Annotation, **kwargs: Any) -> None:

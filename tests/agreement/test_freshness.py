@@ -157,3 +157,40 @@ def test_without_the_cache_values_are_computed_and_changes_are_not_refused(
     assert freshness.cached(study, None, "x", compute) == 42
     assert len(calls) == 2  # nothing kept, nothing failed
     freshness.labels_changed(study_id=study.pk)  # what a submission's receiver does: no exception
+
+
+def test_a_submission_writes_to_the_cache_once_at_commit_and_reads_nothing(
+    labelled: Study,
+    annotator_b: User,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
+    """The submission's path costs one round trip to the cache (Redis in production), not one per signal
+    and another at commit; the dashboard still sees the change (the tests above)."""
+    services.fingerprint(labelled)
+    calls: list[str] = []
+    real = freshness.cache
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(real, name)
+
+    monkeypatch.setattr(freshness, "cache", Counting())
+    assignment = Assignment.objects.create(
+        study=labelled,
+        round=Round.objects.get(study=labelled, number=1),
+        item=ItemFactory(study=labelled),
+        annotator=annotator_b,
+        status=AssignmentStatus.OPEN,
+    )
+    payload = {
+        "findings": [{"values": {"kind": ["bug"], "symptom": ["segfault"], "fix": ["code"]}}],
+        "memo": "",
+    }
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        submit_annotation(assignment, payload, annotator_b, codebook_version=3)
+    assert calls == []  # nothing before the commit
+    for callback in callbacks:
+        callback()
+    assert calls == ["set"]
