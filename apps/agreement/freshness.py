@@ -11,11 +11,14 @@ dashboard needs both on every view. `cached` keeps such values in Django's cache
   and on `codebook_changed` (sent after every codebook change, merges and splits that move labels
   included).
 
-Tokens are replaced when the sending transaction commits (at once outside a transaction), so a value
-computed from the database before the commit is not kept under the current tokens; and before that if
-the sending transaction itself reads a cached value (so it, and a test, whose transaction never commits,
-sees its change). A submission, which reads none, thus costs one write to the cache, at commit. A value
-is computed after its tokens were read, so it is never older than the last change signalled before it.
+Tokens are replaced once the sending transaction has committed (at once outside a transaction), so a
+value computed from the database before the commit is not kept under the current tokens; and before that
+if the sending transaction itself reads a cached value (so it, and a test, whose transaction never
+commits, sees its change). In a request, "once committed" is when the response has been handed to the
+server (`on_request_finished`): a submission, which reads no cached value, costs one write to the cache,
+after its answer. Between the commit and that write (a fraction of a millisecond) another process may
+still serve the value cached before. A value is computed after its tokens were read, so it is never older
+than the last change signalled before it.
 Values expire after `TTL` seconds anyway: writes that send no signal (the admin, a
 shell) and caches that processes do not share (the local-memory cache, without REDIS_URL, next to a
 Celery worker importing labels) are noticed within that time. The receivers run no query for the
@@ -30,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 from uuid import uuid4
@@ -47,7 +51,15 @@ logger = logging.getLogger(__name__)
 TTL = 60
 """Seconds a cached value is trusted without a signal (see the module docstring)."""
 
-__all__ = ["TTL", "cached", "labels_changed", "on_annotation_submitted", "on_codebook_changed"]
+__all__ = [
+    "TTL",
+    "cached",
+    "labels_changed",
+    "on_annotation_submitted",
+    "on_codebook_changed",
+    "on_request_finished",
+    "on_request_started",
+]
 
 
 def _token_key(kind: str, pk: int | None) -> str:
@@ -95,9 +107,32 @@ def _replace_pending() -> None:
     pending.clear()
 
 
+# Inside a request (between Django's request_started and request_finished): the tokens to replace once the
+# response has been handed to the server. request_finished is sent when the server closes the response,
+# after it has written it, so this write to the cache is not part of the time the client waits.
+_AFTER_RESPONSE: ContextVar[list[tuple[str, int]] | None] = ContextVar(
+    "agreement_after_response", default=None
+)
+
+
 def _committed(kind: str, pk: int) -> None:
     _pending().discard((kind, pk))
-    _replace(kind, pk)
+    queue = _AFTER_RESPONSE.get()
+    if queue is None:  # a job, a command, a shell: now
+        _replace(kind, pk)
+    elif (kind, pk) not in queue:
+        queue.append((kind, pk))
+
+
+def on_request_started(**_: Any) -> None:
+    _AFTER_RESPONSE.set([])
+
+
+def on_request_finished(**_: Any) -> None:
+    queue = _AFTER_RESPONSE.get()
+    _AFTER_RESPONSE.set(None)
+    for kind, pk in queue or ():
+        _replace(kind, pk)
 
 
 def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:

@@ -194,3 +194,30 @@ def test_a_submission_writes_to_the_cache_once_at_commit_and_reads_nothing(
     for callback in callbacks:
         callback()
     assert calls == ["set"]
+
+
+def test_in_a_request_the_token_is_replaced_after_the_response_elsewhere_at_once(
+    labelled: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed change's token is written once the server has the response (request_finished); a job or
+    a command, outside any request, writes it at once."""
+    from django.core.signals import request_finished, request_started
+
+    for signal, receiver, uid in (
+        (request_started, freshness.on_request_started, "agreement-request-started"),
+        (request_finished, freshness.on_request_finished, "agreement-request-finished"),
+    ):  # connected to Django's request signals (the app's ready())
+        assert signal.disconnect(dispatch_uid=uid)
+        signal.connect(receiver, dispatch_uid=uid)
+    written: list[tuple[str, int]] = []
+    monkeypatch.setattr(freshness, "_replace", lambda kind, pk: written.append((kind, pk)))
+    freshness.on_request_started()
+    try:
+        freshness._committed("study", labelled.pk)
+        freshness._committed("study", labelled.pk)  # twice in one request: written once
+        assert written == []
+    finally:
+        freshness.on_request_finished()
+    assert written == [("study", labelled.pk)]
+    freshness._committed("codebook", 7)
+    assert written == [("study", labelled.pk), ("codebook", 7)]
