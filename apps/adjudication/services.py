@@ -257,8 +257,9 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
         # The common end of a round: the Review and the decision in one statement.
         gold, provenance, labels = decision
         fields, gold_values, sources = _decision_rows(
-            item, gold, provenance, labels, None, None, "", None, False, index
-        )
+            item, gold, provenance, labels, previous=None, actor=None, rationale="", round_id=None,
+            override=False, index=index,
+        )  # fmt: skip
         params = _decision_params(fields, len(gold), gold_values, sources)
         review = {"review_state": target, "review_dimensions": json.dumps(disagreeing), "review": review_id}
         decided = _DECIDE_REVIEW.one({**params, **review, "was": was})
@@ -364,8 +365,9 @@ def _record(
     ):
         raise DecisionConflict(_conflict_message(None, previous.pk), None)
     fields, values, sources = _decision_rows(
-        item, gold, provenance, labels, previous, actor, rationale, round_id, override, index
-    )
+        item, gold, provenance, labels, previous=previous, actor=actor, rationale=rationale,
+        round_id=round_id, override=override, index=index,
+    )  # fmt: skip
     if connection.vendor == "postgresql":
         row = _INSERT_DECISION.one(_decision_params(fields, len(gold), values, sources))
         assert row is not None  # an INSERT returns its row
@@ -393,6 +395,7 @@ def _decision_rows(
     gold: Gold,
     provenance: Provenance,
     labels: ItemLabels,
+    *,
     previous: Decision | None,
     actor: User | None,
     rationale: str,
