@@ -42,6 +42,22 @@ def _later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     monkeypatch.setattr(time, "time", lambda: now() + seconds)
 
 
+def _submit_a_new_item(study: Study, annotator: User) -> None:
+    """Label a new item of round 1 through the labelling service, as the workbench does."""
+    assignment = Assignment.objects.create(
+        study=study,
+        round=Round.objects.get(study=study, number=1),
+        item=ItemFactory(study=study),
+        annotator=annotator,
+        status=AssignmentStatus.OPEN,
+    )
+    payload = {
+        "findings": [{"values": {"kind": ["bug"], "symptom": ["segfault"], "fix": ["code"]}}],
+        "memo": "",
+    }
+    submit_annotation(assignment, payload, annotator, codebook_version=3)
+
+
 def test_the_fingerprint_reads_only_the_codebook_version_until_the_labels_change(
     labelled: Study, django_assert_num_queries: DjangoAssertNumQueries, annotate: Annotate, annotator_b: User
 ) -> None:
@@ -57,18 +73,7 @@ def test_a_submission_through_the_workbench_makes_the_snapshot_stale(
 ) -> None:
     services.request_dashboard(labelled, None, actor=lead)
     assert services.dashboard_state(labelled, None).fresh
-    assignment = Assignment.objects.create(
-        study=labelled,
-        round=Round.objects.get(study=labelled, number=1),
-        item=ItemFactory(study=labelled),
-        annotator=annotator_b,
-        status=AssignmentStatus.OPEN,
-    )
-    payload = {
-        "findings": [{"values": {"kind": ["bug"], "symptom": ["segfault"], "fix": ["code"]}}],
-        "memo": "",
-    }
-    submit_annotation(assignment, payload, annotator_b, codebook_version=3)
+    _submit_a_new_item(labelled, annotator_b)
     assert not services.dashboard_state(labelled, None).fresh
 
 
@@ -177,19 +182,8 @@ def test_a_submission_writes_to_the_cache_once_at_commit_and_reads_nothing(
             return getattr(real, name)
 
     monkeypatch.setattr(freshness, "cache", Counting())
-    assignment = Assignment.objects.create(
-        study=labelled,
-        round=Round.objects.get(study=labelled, number=1),
-        item=ItemFactory(study=labelled),
-        annotator=annotator_b,
-        status=AssignmentStatus.OPEN,
-    )
-    payload = {
-        "findings": [{"values": {"kind": ["bug"], "symptom": ["segfault"], "fix": ["code"]}}],
-        "memo": "",
-    }
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        submit_annotation(assignment, payload, annotator_b, codebook_version=3)
+        _submit_a_new_item(labelled, annotator_b)
     assert calls == []  # nothing before the commit
     for callback in callbacks:
         callback()
