@@ -198,8 +198,12 @@ def admin_connection() -> Any:
 
 
 def terminate_backends(cursor: Any, name: str) -> int:
+    """Terminate the database's other backends and wait until each has ended (PostgreSQL 14+'s timeout
+    argument), as a restart or an operator's kill leaves them before the next request comes: a request
+    within the instant between the signal and the backend's exit is one in flight, and may fail."""
     cursor.execute(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+        "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity"
+        " WHERE datname = %s AND pid <> %s",
         [name, connection.connection.info.backend_pid],  # never the test's own connection
     )
     return int(cursor.fetchone()[0])

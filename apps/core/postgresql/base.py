@@ -9,7 +9,11 @@ Django's own check runs (``SELECT 1``, the connection closed if it fails, a new 
 query). A socket that cannot be asked, a connection in a transaction, or anything unexpected: Django's check.
 
 What neither check notices is a peer gone without a word (a host powered off): ``SELECT 1`` would wait
-for the TCP timeout as the request's first query does.
+for the TCP timeout as the request's first query does. And a request that arrives in the instant between
+a backend being signalled to end and its goodbye reaching the socket (well under a millisecond) is
+answered as one in flight at that moment is: it fails (500), Django closes the connection, and the next
+request reconnects. ``SELECT 1`` would have caught that request; this check trades it for one round trip
+on every request.
 """
 
 from __future__ import annotations
