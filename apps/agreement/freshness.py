@@ -18,11 +18,10 @@ commits, sees its change). In a request, "once committed" is when the response h
 server (`on_request_finished`): a submission, which reads no cached value, costs one write to the cache,
 after its answer. Between the commit and that write (a fraction of a millisecond) another process may
 still serve the value cached before. A value is computed after its tokens were read, so it is never older
-than the last change signalled before it.
-Values expire after `TTL` seconds anyway: writes that send no signal (the admin, a
-shell) and caches that processes do not share (the local-memory cache, without REDIS_URL, next to a
-Celery worker importing labels) are noticed within that time. The receivers run no query for the
-senders there are.
+than the last change signalled before it. Values expire after `TTL` seconds anyway: writes that send no
+signal (the admin, a shell) and caches that processes do not share (the local-memory cache, without
+REDIS_URL, next to a Celery worker importing labels) are noticed within that time. The receivers run no
+query for the senders there are.
 
 The cache is an optimisation only: when it cannot be reached (Redis down), values are computed and
 token replacements are skipped with a warning, so neither a submission nor the dashboard fails.
@@ -84,8 +83,9 @@ def _replace(kind: str, pk: int) -> None:
 
 
 # On the connection: the (kind, pk) whose labels its open transaction changed; their tokens are replaced
-# at commit, and before that only if this connection reads the cache (`_replace_pending`). Entries of a
-# rolled-back transaction are dropped when the connection is next seen outside a transaction.
+# at commit, and before that only if this connection reads the cache (`_replace_pending`). Entries left by a
+# rolled-back transaction go at the connection's next read of the cache (replaced first if that read is in
+# a transaction: a needless but harmless miss).
 _PENDING = "_taxonomist_labels_changed"
 
 
@@ -102,7 +102,7 @@ def _replace_pending() -> None:
     tokens now, so that it (and a test, whose transaction never commits) sees them."""
     pending = _pending()
     if pending and connection.in_atomic_block:
-        for kind, pk in sorted(pending):
+        for kind, pk in pending:
             _replace(kind, pk)
     pending.clear()
 

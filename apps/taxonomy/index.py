@@ -182,15 +182,12 @@ class CodebookIndex:
     def for_codebook(cls, book: Codebook) -> CodebookIndex:
         """The codebook as currently stored: from this process's cache when the row's version and
         `updated_at` are those it was read at, else two queries (dimensions, then categories)."""
-        key = _cache_key(book)
         if not _cache_usable():
-            index = cls._read(book)
-            index.row_state = key
-            return index
+            return cls._read(book)
+        key = _cache_key(book)
         cached = _CACHE.get(key)
         if cached is None:
             cached = cls._read(book)
-            cached.row_state = key
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))
             _CACHE[key] = cached
@@ -272,13 +269,15 @@ class CodebookIndex:
             )
             for row in category_rows
         ]
-        return cls(
+        index = cls(
             codebook_id=book.pk,
             name=book.name,
             version=book.version,
             dimensions=dimensions,
             categories=categories,
         )
+        index.row_state = _cache_key(book)
+        return index
 
     # --- Dimensions ----------------------------------------------------------------------------------
 

@@ -61,6 +61,18 @@ def test_the_workbench_shows_the_item_the_codebook_and_progress(
     assert "<script>" not in html and 'style="' not in html
 
 
+def test_the_workbench_progress_counts_my_submitted_assignments_of_the_round(
+    client: Client, study: Study, shared: Round, annotator_a: User, annotator_b: User, items: list[Item]
+) -> None:
+    submit_annotation(_mine(shared, annotator_a, items[0]), FAULT_HANG, annotator_a, codebook_version=3)
+    submit_annotation(_mine(shared, annotator_b, items[1]), FAULT_HANG, annotator_b, codebook_version=3)
+    login(client, annotator_a)
+    html = client.get(
+        reverse("annotation:workbench", args=[study.slug, _mine(shared, annotator_a, items[1]).pk])
+    ).content.decode()
+    assert "1 / 3 done" in html  # mine only: another annotator's submission does not count
+
+
 def test_an_item_without_text_shows_the_no_text_note(
     client: Client, study: Study, book: Book, annotator_a: User
 ) -> None:

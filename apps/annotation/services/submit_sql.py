@@ -119,7 +119,7 @@ WITH l AS (
     WHERE y.id IN (SELECT ok.id FROM ok)
     RETURNING {sql.columns(Assignment, "y")}
 )
-SELECT s.*, an.*, ({NEXT_OPEN_ID.replace("%(after)s", "%(assignment)s")}) FROM s, an
+SELECT s.*, an.*, ({NEXT_OPEN_ID}) FROM s, an
 """,
     {
         "assignment": "bigint",
@@ -127,6 +127,7 @@ SELECT s.*, an.*, ({NEXT_OPEN_ID.replace("%(after)s", "%(assignment)s")}) FROM s
         "study": "bigint",
         "open": "varchar",
         "decided": "varchar",
+        "after": "bigint",
         "codebook": "bigint",
         "version": "integer",
         "codebook_updated": "timestamptz",
@@ -167,7 +168,7 @@ def submit(
     the page wins; without it, the time since a draft was started (0 for none), capped as the ORM path caps
     it."""
     state = book.index.row_state
-    if state is None or book.index.codebook_id is None:
+    if state is None:  # an index not read from a codebook row (a study without one)
         return None
     v_number: list[int] = []
     v_dimension: list[int] = []
@@ -190,6 +191,7 @@ def submit(
         "study": study_id,
         "open": AssignmentStatus.OPEN.value,
         "decided": DECIDED,
+        "after": assignment_id,  # the next item is another one
         "codebook": codebook_id,
         "version": version,
         "codebook_updated": updated_at,
