@@ -18,6 +18,8 @@ from .queries import QueueFilters
 from .sheet import Composed
 
 SORT_CHOICES = [("oldest", "Oldest first"), ("category", "By category")]
+#: The queue's filter fields (the page cursor `after` aside): what links from the queue carry along.
+QUEUE_FILTERS = ("round", "dimension", "category", "annotator", "with_annotator", "sort")
 
 
 class QueueFilterForm(forms.Form):

@@ -8,6 +8,7 @@ with a status saying what happened: 422 refused, 409 conflict; adjudication.js l
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from apps.accounts.models import Study
 from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.annotation.models import Assignment, AssignmentStatus, Round
 from apps.annotation.payload import value_field
@@ -28,7 +30,7 @@ from apps.corpus.services import ensure_rendered
 from apps.taxonomy.index import CodebookIndex
 
 from . import queries
-from .forms import DecisionForm, QueueFilterForm, encode_cursor, posted_findings
+from .forms import QUEUE_FILTERS, DecisionForm, QueueFilterForm, encode_cursor, posted_findings
 from .models import Review
 from .queries import (
     ItemLabels,
@@ -65,6 +67,26 @@ def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- The queue -----------------------------------------------------------------------------------------
 
 
+def _filter_form(request: HtmxHttpRequest, study: Study, index: CodebookIndex) -> QueueFilterForm:
+    """The queue's filters as the query string holds them (the queue's own, or the ones a side-by-side
+    page was opened with from the queue)."""
+    rounds = list(Round.objects.filter(study=study).values_list("pk", "number", "name"))
+    return QueueFilterForm(
+        request.GET or None,
+        index=index,
+        rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
+        annotators=queries.annotators_of(study),
+    )
+
+
+def _queue_query(form: QueueFilterForm | None) -> str:
+    """The filters of a valid `form` as a query string (no page cursor), "" for none: what the links from
+    the queue to an item, and from a decision to the next item, carry so the lead stays in their filters."""
+    if form is None or not form.is_bound or not form.is_valid():
+        return ""
+    return urlencode([(name, form.data[name]) for name in QUEUE_FILTERS if form.data.get(name)])
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -72,14 +94,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     or by category, 50 per page (keyset). The rows are a partial for htmx filtering."""
     study, role = access_study(request.user, slug, lead=True)
     index = CodebookIndex.for_study(study)
-    rounds = list(Round.objects.filter(study=study).values_list("pk", "number", "name"))
-    annotators = queries.annotators_of(study)
-    form = QueueFilterForm(
-        request.GET or None,
-        index=index,
-        rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
-        annotators=annotators,
-    )
+    form = _filter_form(request, study, index)
     filters, after = QueueFilters(), None
     if form.is_bound and form.is_valid():
         filters, after = form.filters(), form.cursor()
@@ -112,6 +127,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         next_url=next_url,
         first_page=after is None,
         counts=counts_per_round(study),
+        queue_query=_queue_query(form),
         now=now,
     )
     if request.htmx and not request.htmx.boosted:
@@ -197,6 +213,8 @@ def _resolve_context(
     form: DecisionForm,
     **extra: Any,
 ) -> dict[str, Any]:
+    """`queue_query` (in `extra`) is the queue's filters the page was opened with: its links back to the
+    queue and its form keep them, so the next item after a decision is one of those filters."""
     current = current_decision(item)
     review = Review.objects.filter(item=item).select_related("claimed_by", "round").first()
     other_claim = (
@@ -248,6 +266,8 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     item = get_object_or_404(Item.objects.in_study(study).select_related("study"), pk=item_id)
     ensure_rendered(item)
     index = CodebookIndex.for_study(study)
+    filter_form = _filter_form(request, study, index) if request.GET else None
+    queue_query = _queue_query(filter_form)
     labels = item_labels(item)
     sheet = _sheet(index, labels)
     if request.method == "GET":
@@ -259,7 +279,9 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
         ):
             claim(item, request.user)  # type: ignore[arg-type]
         form = DecisionForm(initial={"expected_decision": current.pk if current else None})
-        ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form)
+        ctx = _resolve_context(
+            request, study, role, item, index, labels, sheet, decision, form, queue_query=queue_query
+        )
         return render(request, "adjudication/resolve.html", ctx)
 
     data = request.POST
@@ -271,7 +293,7 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
         decision = apply_action(sheet, decision, action, len(labels.annotations))
     elif form.is_valid():
         try:
-            saved = decide(
+            decide(
                 item,
                 [f for f in decision if any(f.values())],
                 actor=request.user,  # type: ignore[arg-type]
@@ -290,9 +312,10 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
             status, extra = 422, {"refusal": exc}
         else:
             messages.success(request, f"Decision saved on “{item}”.")
-            return _after_save(request, study.slug, item, saved.pk)
+            return _after_save(request, study, item, filter_form)
     else:
         status = 422
+    extra["queue_query"] = queue_query
     ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form, **extra)
     template = "adjudication/resolve.html#decision-form" if request.htmx else "adjudication/resolve.html"
     return render(request, template, ctx, status=status)
@@ -302,21 +325,22 @@ def _conflict_findings(index: CodebookIndex, exc: DecisionConflict) -> Composed:
     return _keys(index, decision_findings(exc.current)) if exc.current else []
 
 
-def _after_save(request: HtmxHttpRequest, slug: str, item: Item, decision_id: int) -> HttpResponse:
-    """Go on to the next open disagreement (oldest first), or back to the queue when none is left."""
-    following = (
-        Review.objects.open_disagreements()
-        .filter(study_id=item.study_id)
-        .exclude(item=item)
-        .order_by("updated_at", "item_id")
-        .values_list("item_id", flat=True)
-        .first()
-    )
-    url = (
-        reverse("adjudication:resolve", args=[slug, following])
-        if following
-        else reverse("adjudication:queue", args=[slug])
-    )
+def _after_save(
+    request: HtmxHttpRequest, study: Study, item: Item, filter_form: QueueFilterForm | None
+) -> HttpResponse:
+    """Go on to the next open disagreement in the queue's filters and order (oldest first unless the lead
+    sorted by category), or back to the queue, still filtered, when none of them is left."""
+    query = _queue_query(filter_form)
+    filters = filter_form.filters() if filter_form is not None and query else QueueFilters()
+    following = queries.queue(study, filters).exclude(item=item).values_list("item_id", flat=True).first()
+    if following:
+        url = reverse("adjudication:resolve", args=[study.slug, following])
+    else:
+        url = reverse("adjudication:queue", args=[study.slug])
+        if query:
+            messages.info(request, "No open disagreement is left in these filters.")
+    if query:
+        url = f"{url}?{query}"
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return HttpResponseRedirect(url)

@@ -120,13 +120,31 @@ class Payload:
 
 @dataclass(frozen=True)
 class Problem:
-    """What is wrong, where: `finding` is 1-based (None for the payload as a whole)."""
+    """What is wrong, where: `finding` is 1-based (None for the payload as a whole). `str()` names the
+    dimension and value by key (the API and the command line); `in_names` says it with the codebook's
+    names, for the annotator. `named` is `message` in names when it quotes keys (else None)."""
 
     message: str
     finding: int | None = None
     dimension: str | None = None
     value: str | None = None
     stale: bool = False
+    named: str | None = None
+
+    def in_names(self, schema: Schema) -> str:
+        """The problem as the workbench says it: "Finding 1, Symptom, 'Old symptom': is retired"."""
+        where = []
+        if self.finding is not None:
+            where.append(f"Finding {self.finding}")
+        info = schema.dimension(self.dimension) if self.dimension is not None else None
+        if self.dimension is not None:
+            where.append(info.name if info is not None else repr(self.dimension))
+        if self.value is not None:
+            names = [_category_name(info, key.strip()) for key in self.value.split(",")]
+            where.append(", ".join(repr(name) for name in names))
+        message = self.named or self.message
+        text = f"{', '.join(where)}: {message}" if where else message
+        return text[:1].upper() + text[1:]
 
     def __str__(self) -> str:
         where = []
@@ -293,6 +311,8 @@ def _validate_finding(
                     f"{dimension.name!r} takes one category, got {len(value)}: {', '.join(value)}",
                     number,
                     dimension.key,
+                    named="takes one category, got "
+                    + ", ".join(repr(_category_name(dimension, k)) for k in value),
                 )
             )
         order = {key: index for index, key in enumerate(dimension.categories)}
@@ -302,12 +322,15 @@ def _validate_finding(
         has_value = dimension.key in clean
         if has_value and applicable is False:
             on_dimension, on_category = dimension.applies_when or ("", "")
+            on = schema.dimension(on_dimension)
             problems.append(
                 Problem(
                     f"{dimension.name!r} applies only when {on_dimension!r} is {on_category!r}",
                     number,
                     dimension.key,
                     _describe(clean[dimension.key]),
+                    named=f"applies only when {on.name if on else on_dimension!r} is "
+                    f"{_category_name(on, on_category)!r}",
                 )
             )
         elif complete and applicable is True and not has_value:
@@ -356,6 +379,11 @@ def _category_ok(
 
 def _describe(value: Value) -> str:
     return PENDING if value == PENDING else ", ".join(value)
+
+
+def _category_name(dimension: DimensionInfo | None, key: str) -> str:
+    category = dimension.categories.get(key) if dimension is not None else None
+    return category.name if category is not None else key
 
 
 # --- The workbench form ------------------------------------------------------------------------------

@@ -23,7 +23,8 @@
   function toArray(list) { return Array.prototype.slice.call(list); }
   function findings() { return toArray(findingsBox ? findingsBox.querySelectorAll(".finding") : []); }
   function dims() { return toArray(root.querySelectorAll("#findings .dim")).filter(function (d) { return !d.hidden; }); }
-  function options(dim) { return toArray(dim.querySelectorAll(".opt")).filter(function (o) { return !o.hidden; }); }
+  // The options the digit keys pick from: those shown, less the chosen ones the codebook no longer offers.
+  function options(dim) { return toArray(dim.querySelectorAll(".opt:not(.inactive)")).filter(function (o) { return !o.hidden; }); }
   function isTyping(el) {
     if (!el || !el.tagName) { return false; }
     var tag = el.tagName.toLowerCase();
@@ -43,7 +44,10 @@
 
   function focusDim(dim, moveFocus) {
     if (!dim) { return; }
-    if (current && current !== dim) { current.classList.remove("focused"); }
+    if (current && current !== dim) {
+      current.classList.remove("focused");
+      clearSearch(current);  // a filter lives while its dimension has the focus
+    }
     current = dim;
     dim.classList.add("focused");
     numberOptions();
@@ -133,20 +137,36 @@
   }
 
   // --- Search inside a dimension ---------------------------------------------------------------------
+  // While a filter is shown (typing in the box, or after Esc left the box), the digits are numbered on the
+  // matches, and pick among them only: never a category the annotator cannot see. Esc in the box leaves it
+  // with the filter kept; Esc again, moving to another dimension, or Enter (which picks the first match)
+  // brings the full list back.
   function filter(dim, text) {
     var words = text.toLowerCase().split(/\s+/).filter(Boolean);
+    var shown = 0;
     dim.classList.toggle("searching", words.length > 0);
     toArray(dim.querySelectorAll(".opt")).forEach(function (opt) {
       var haystack = opt.dataset.search || "";
       opt.hidden = !words.every(function (w) { return haystack.indexOf(w) !== -1; });
+      if (!opt.hidden) { shown += 1; }
     });
+    var note = dim.querySelector(".no-match");
+    if (note) {
+      note.hidden = !(words.length && !shown);
+      note.textContent = note.hidden ? "" : "No category matches “" + text.trim() + "”. Esc twice shows them all.";
+    }
     numberOptions();
   }
 
-  function leaveSearch(search) {
+  function clearSearch(dim) {
+    var search = dim.querySelector(".dim-search");
+    if (search && search.value) { search.value = ""; }
+    if (dim.classList.contains("searching")) { filter(dim, ""); }
+  }
+
+  function leaveSearch(search, keepFilter) {
     var dim = search.closest(".dim");
-    search.value = "";
-    filter(dim, "");
+    if (!keepFilter || !search.value.trim()) { clearSearch(dim); }
     focusDim(dim, true);
   }
 
@@ -164,11 +184,14 @@
     var dim = search.closest(".dim");
     if (event.key === "Enter") {
       event.preventDefault();  // never submit the form from a search box
-      if (search.value.trim()) { pick(dim, 0); }
-      if (document.activeElement === search) { leaveSearch(search); } else { search.value = ""; filter(dim, ""); }
+      if (search.value.trim()) {
+        if (!options(dim).length) { return; }  // no match: nothing to pick, the box stays with its note
+        pick(dim, 0);
+      }
+      if (document.activeElement === search) { leaveSearch(search, false); } else { clearSearch(dim); }
     } else if (event.key === "Escape") {
       event.preventDefault();
-      leaveSearch(search);
+      leaveSearch(search, true);
     } else if (event.key === "ArrowDown") {
       var first = options(dim)[0];
       if (first) { event.preventDefault(); first.querySelector("input").focus(); }
@@ -251,6 +274,11 @@
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
     var key = event.key;
     if (key === "?") { event.preventDefault(); toggleHelp(true); return; }
+    if (key === "Escape" && current && current.classList.contains("searching")) {
+      event.preventDefault();
+      clearSearch(current);
+      return;
+    }
     if (key === "j") { event.preventDefault(); move(1); return; }
     if (key === "k") { event.preventDefault(); move(-1); return; }
     if (readonly) { return; }
@@ -372,10 +400,36 @@
     if (template) { addOption(template.content, detail, "__N__"); }
   });
 
+  // --- A refused submission: each problem links to its dimension; the focus goes to the first ---------
+  function dimOfError(li) {
+    var finding = findingsBox && findingsBox.querySelector('.finding[data-finding="' + li.dataset.finding + '"]');
+    var dim = finding ? dimOf(finding, li.dataset.dimension) : null;
+    return dim && !dim.hidden ? dim : null;
+  }
+
+  function markErrors(box) {
+    var first = null;
+    toArray(box.querySelectorAll("li[data-dimension]")).forEach(function (li) {
+      var dim = dimOfError(li);
+      if (!dim) { return; }
+      dim.classList.add("wb-invalid");
+      var ids = (dim.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+      ids.push(li.id);
+      dim.setAttribute("aria-describedby", ids.join(" "));
+      first = first || dim;
+      li.querySelector("a").addEventListener("click", function (event) {
+        event.preventDefault();
+        focusDim(dim, true);
+      });
+    });
+    return first;
+  }
+
   // --- Start -----------------------------------------------------------------------------------------
   findings().forEach(refresh);
   var errors = document.getElementById("wb-errors");
+  var wrong = errors ? markErrors(errors) : null;
   if (errors) { errors.setAttribute("tabindex", "-1"); }
-  focusDim(dims()[0], !errors);
-  if (errors) { errors.focus(); }
+  focusDim(wrong || dims()[0], !errors || Boolean(wrong));
+  if (errors && !wrong) { errors.focus(); }
 })();

@@ -282,6 +282,41 @@ def test_saving_a_pick_decides_and_goes_on_to_the_next_disagreement(
     assert (decision.provenance, decision.decided_by) == (Provenance.ADJUDICATED, lead)
 
 
+def test_a_decision_goes_on_to_the_next_disagreement_in_the_queues_filters(
+    client: Client, lead: User, mixed_queue: dict[str, Item]
+) -> None:
+    # The oldest open disagreement is crash-vs-hang, in round 1; the lead works through round 2.
+    round2 = Round.objects.get(number=2)
+    fix_only, segfault = mixed_queue["fix_only"], mixed_queue["segfault"]
+    login(client, lead)
+    queue = client.get(queue_url(fix_only.study), {"round": round2.pk, "sort": "oldest"})
+    filtered = f"?round={round2.pk}&sort=oldest"
+    assert f'href="{resolve_url(fix_only)}{filtered.replace("&", "&amp;")}"' in queue.content.decode()
+    page = client.get(resolve_url(fix_only) + filtered).content.decode()
+    assert f'action="{resolve_url(fix_only)}{filtered.replace("&", "&amp;")}"' in page
+    assert f'href="{queue_url(fix_only.study)}{filtered.replace("&", "&amp;")}"' in page
+    decided = [{"type": ["fault"], "symptom": ["wrong-output"], "fix": ["code"]}]
+    response = client.post(resolve_url(fix_only) + filtered, form_data(decided, expected_decision=""))  # type: ignore[arg-type]
+    assert response.status_code == 302
+    assert response["Location"] == resolve_url(segfault) + filtered
+
+
+def test_the_last_decision_in_the_filters_goes_back_to_the_filtered_queue(
+    client: Client, lead: User, mixed_queue: dict[str, Item], round1: Round
+) -> None:
+    crash_hang = mixed_queue["crash_hang"]
+    login(client, lead)
+    response = client.post(
+        f"{resolve_url(crash_hang)}?round={round1.pk}",
+        form_data(HANG, expected_decision=""),  # type: ignore[arg-type]
+        headers={"HX-Request": "true"},
+    )
+    assert response["HX-Redirect"] == f"{queue_url(crash_hang.study)}?round={round1.pk}"
+    queue = client.get(response["HX-Redirect"]).content.decode()
+    assert "No open disagreement is left in these filters." in queue
+    assert "No open disagreements match these filters." in queue
+
+
 def test_an_htmx_save_redirects_the_client_to_the_queue_when_nothing_is_left(
     client: Client, lead: User, disagreement: Item
 ) -> None:

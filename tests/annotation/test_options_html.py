@@ -53,3 +53,39 @@ def test_parents_proposals_and_an_empty_dimension() -> None:
     html = options_html(1, _dimension(_option("p", "Parent", parent=True, depth=1, proposed=True)), set())
     assert 'class="opt depth-1 has-children"' in html and "your proposal" in html
     assert options_html(1, _dimension(), set()) == '<li class="muted">No category yet.</li>'
+
+
+def test_options_sharing_a_name_are_marked_to_always_show_their_path() -> None:
+    html = options_html(
+        1,
+        _dimension(
+            _option("setup-hang", "hang and timeout", context="Communication Setup"),
+            _option("data-hang", "Hang and timeout", context="Data and Model Preparation"),
+            _option("crash", "Crash", context="Training"),
+        ),
+        set(),
+    )
+    assert 'class="opt depth-0 same-name" data-key="setup-hang"' in html
+    assert 'class="opt depth-0 same-name" data-key="data-hang"' in html
+    assert 'class="opt depth-0" data-key="crash"' in html
+    assert '<span class="opt-context small muted"> in Communication Setup</span>' in html
+
+
+def test_a_chosen_category_no_longer_offered_comes_first_ticked_with_its_status() -> None:
+    retired = {
+        "key": "old",
+        "name": "Old",
+        "path": "Training > Old",
+        "lineage": "training old",
+        "status": "retired",
+    }
+    html = options_html(1, _dimension(_option("hang", "Hang"), multiple=False), {"old"}, [retired])
+    assert html.startswith(
+        '<li class="opt inactive" data-key="old" data-lineage="training old" '
+        'data-search="training &gt; old old">'
+        '<label><input type="radio" name="v-1-symptom" value="old" checked>'
+    )
+    assert (
+        '<span class="opt-context small muted"> in Training</span> <span class="pill bad">retired</span>'
+        in html
+    )

@@ -173,3 +173,25 @@ def test_a_form_with_pending_and_a_category_is_refused_by_name() -> None:
     data = payload_from_form({"finding": ["1"], "v-1-type": ["fault"], "p-1-type": ["on"]})
     with pytest.raises(PayloadError, match="dimension 'type': is marked pending and has a category"):
         parse_payload(data)
+
+
+@pytest.mark.parametrize(
+    ("values", "in_names"),
+    [
+        ({"type": ["fault"], "fix": ["config"]}, "Finding 1, Symptom: choose a category or mark it pending"),
+        ({"type": ["fault"], "symptom": ["old"], "fix": ["config"]}, "Finding 1, Symptom, 'Old': is retired"),
+        (
+            {"type": ["howto"], "fix": ["config"]},
+            "Finding 1, Fix, 'Config': applies only when 'Type' is 'Fault'",
+        ),
+        ({"type": ["fault", "howto"]}, "Finding 1, Type: takes one category, got 'Fault', 'Howto'"),
+        ({"colour": ["red"]}, "Finding 1, 'colour': is not a dimension of the codebook"),
+    ],
+)
+def test_a_problem_in_names_says_the_dimension_and_category_by_their_names_for_the_annotator(
+    values: dict[str, object], in_names: str
+) -> None:
+    with pytest.raises(PayloadError) as refused:
+        _check(values, complete=True)
+    assert in_names in [p.in_names(SCHEMA) for p in refused.value.problems]
+    assert all("dimension '" in str(p) for p in refused.value.problems)  # the API and the CLI keep keys

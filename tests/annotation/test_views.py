@@ -189,12 +189,56 @@ def test_a_refused_submission_shows_the_problem_and_keeps_the_draft(
     response = client.post(reverse("annotation:submit", args=[study.slug, first.pk]), _form(values))
     html = response.content.decode()
     assert response.status_code == 422
-    assert "finding 1, dimension &#x27;symptom&#x27;, value &#x27;hang&#x27;" in html
-    assert "applies only when" in html
+    assert (
+        "Finding 1, Symptom, &#x27;Hang&#x27;: applies only when &#x27;Issue type&#x27; is &#x27;Fault&#x27;"
+        in html
+    )
     assert 'value="howto" checked' in html
     first.refresh_from_db()
     assert first.status == AssignmentStatus.OPEN
     assert Annotation.objects.get(assignment=first).draft["memo"] == "half done"
+
+
+def test_a_refused_submission_names_the_dimension_by_its_name_and_links_to_it(
+    client: Client, study: Study, shared: Round, annotator_a: User, items: list[Item]
+) -> None:
+    first = _mine(shared, annotator_a, items[0])
+    login(client, annotator_a)
+    response = client.post(
+        reverse("annotation:submit", args=[study.slug, first.pk]),
+        _form({"v-1-issue_type": ["fault"], "v-1-fix_pattern": ["fix-config"]}),
+    )
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert (
+        '<li id="wb-error-1" data-finding="1" data-dimension="symptom">'
+        '<a href="#dim-1-symptom">Finding 1, Symptom: choose a category or mark it pending</a></li>'
+    ) in html
+    assert "&#x27;symptom&#x27;" not in html
+
+
+def test_a_category_retired_after_the_draft_was_saved_shows_ticked_as_retired(
+    client: Client, study: Study, shared: Round, annotator_a: User, lead: User, items: list[Item], book: Book
+) -> None:
+    from apps.taxonomy.services import retire_category
+
+    first = _mine(shared, annotator_a, items[0])
+    login(client, annotator_a)
+    client.post(reverse("annotation:draft", args=[study.slug, first.pk]), _form(FAULT_FORM))
+    retire_category(book.categories["hang"], actor=lead)
+    html = client.get(reverse("annotation:workbench", args=[study.slug, first.pk])).content.decode()
+    assert (
+        '<li class="opt inactive" data-key="hang" data-lineage="training hang" '
+        'data-search="training &amp; evaluation &gt; hang hang"><label>'
+        '<input type="radio" name="v-1-symptom" value="hang" checked>'
+    ) in html
+    assert '<span class="pill bad">retired</span>' in html
+    assert "Finding 1, Symptom: Training &amp; Evaluation &gt; Hang (retired)" in html
+    # Submitted as it stands, it is refused by name; nothing of the draft is lost.
+    response = client.post(reverse("annotation:submit", args=[study.slug, first.pk]), _form(FAULT_FORM, 4))
+    assert response.status_code == 422
+    assert "Finding 1, Symptom, &#x27;Hang&#x27;: is retired" in response.content.decode()
+    assert Annotation.objects.get(assignment=first).draft["findings"][0]["values"]["symptom"] == ["hang"]
 
 
 def test_a_stale_tab_is_told_to_reload(

@@ -9,7 +9,8 @@ The markup is what `annotation/_finding.html` documents and `static/js/workbench
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from html import escape as _escape
 from typing import Any
 
@@ -25,32 +26,57 @@ def escape(value: object) -> str:
 EMPTY = mark_safe('<li class="muted">No category yet.</li>')
 
 
-def options_html(number: int | str, dimension: Mapping[str, Any], selected: Collection[str]) -> SafeString:
-    """The `<li>` options of `dimension` (as `_dimensions_view` builds it) for finding `number`."""
+def options_html(
+    number: int | str,
+    dimension: Mapping[str, Any],
+    selected: Collection[str],
+    inactive: Sequence[Mapping[str, str]] = (),
+) -> SafeString:
+    """The `<li>` options of `dimension` (as `_dimensions_view` builds it) for finding `number`.
+
+    `inactive` are chosen categories the codebook no longer offers (retired, merged, ... since the draft
+    was saved: key, name, path, lineage, status): listed first, ticked and flagged with their status, so
+    the annotator sees them and changes them; they are not numbered for the digit keys (`.inactive`)."""
     options = dimension["options"]
-    if not options:
+    if not options and not inactive:
         return EMPTY
     dim = escape(dimension["key"])
     name = f"v-{escape(number)}-{dim}"
     kind = "checkbox" if dimension["multiple"] else "radio"
-    parts = []
+    parts = [_inactive(o, name, kind) for o in inactive]
+    seen = Counter(str(o["name"]).casefold() for o in options)
     for o in options:
         key = escape(o["key"])
         def_id = f"def-{escape(number)}-{dim}-{key}"
         described = bool(o["definition"] or o["include"] or o["exclude"])
-        children = " has-children" if o["parent"] else ""
+        classes = " has-children" if o["parent"] else ""
+        if seen[str(o["name"]).casefold()] > 1:
+            classes += " same-name"  # its path always shows: two "hang and timeout" in different stages
         checked = " checked" if o["key"] in selected else ""
         describedby = f' aria-describedby="{def_id}"' if described else ""
         proposal = ' <span class="pill warn">your proposal</span>' if o["proposed"] else ""
         definition = _definition(o, def_id) if described else ""
         parts.append(
-            f'<li class="opt depth-{int(o["depth"])}{children}" data-key="{key}" '
+            f'<li class="opt depth-{int(o["depth"])}{classes}" data-key="{key}" '
             f'data-lineage="{escape(o["lineage"])}" data-search="{escape(o["path"].lower())} {key}">'
             f'<label><input type="{kind}" name="{name}" value="{key}"{checked}{describedby}>'
             f'<kbd class="num" aria-hidden="true"></kbd><span class="opt-name">{escape(o["name"])}</span>'
             f"{_context(o)}{proposal}</label>{definition}</li>"
         )
     return mark_safe("\n".join(parts))  # every value above is escaped
+
+
+def _inactive(option: Mapping[str, str], name: str, kind: str) -> str:
+    key = escape(option["key"])
+    context = option["path"].rpartition(" > ")[0]
+    where = f'<span class="opt-context small muted"> in {escape(context)}</span>' if context else ""
+    return (
+        f'<li class="opt inactive" data-key="{key}" data-lineage="{escape(option["lineage"])}" '
+        f'data-search="{escape(option["path"].lower())} {key}">'
+        f'<label><input type="{kind}" name="{name}" value="{key}" checked>'
+        f'<kbd class="num" aria-hidden="true"></kbd><span class="opt-name">{escape(option["name"])}</span>'
+        f'{where} <span class="pill bad">{escape(option["status"])}</span></label></li>'
+    )
 
 
 def _context(option: Mapping[str, Any]) -> str:

@@ -175,17 +175,58 @@ def _findings_view(
             info = schema.dimension(dimension["key"])
             applies = pl.applies(info, values, schema) if info else True
             selected = set(value) if isinstance(value, tuple) else set()
+            inactive = _no_longer_offered(dimension, value, info)
             rows.append(
                 {
                     "dim": dimension,
                     "pending": value == pl.PENDING,
                     "selected": selected,
                     "applies": applies is not False,
-                    "options_html": options_html(number, dimension, selected),
+                    "inactive": inactive,
+                    "options_html": options_html(number, dimension, selected, inactive),
                 }
             )
         findings.append({"number": number, "dims": rows})
     return findings
+
+
+def _no_longer_offered(
+    dimension: dict[str, Any], value: pl.Value | None, info: pl.DimensionInfo | None
+) -> list[dict[str, str]]:
+    """The categories of `value` that the dimension no longer offers (retired, merged or rejected since
+    the draft was saved), as options the page shows ticked and flagged instead of dropping them."""
+    if not isinstance(value, tuple):
+        return []
+    offered = {o["key"] for o in dimension["options"]}
+    known = info.categories if info is not None else {}
+    out = []
+    for key in value:
+        if key in offered:
+            continue
+        category = known.get(key)
+        if category is None:
+            out.append(
+                {"key": key, "name": key, "path": key, "lineage": key, "status": "not in the codebook"}
+            )
+            continue
+        if category.status == pl.MERGED:
+            target = known.get(category.merged_into or "")
+            status = f"merged into {target.name}" if target else "merged"
+        else:
+            status = {pl.RETIRED: "retired", pl.REJECTED: "rejected"}.get(
+                category.status, "not in the codebook"
+            )
+        names = [known[k].name if k in known else k for k in category.lineage]
+        out.append(
+            {
+                "key": key,
+                "name": category.name,
+                "path": " > ".join(names),
+                "lineage": " ".join(category.lineage),
+                "status": status,
+            }
+        )
+    return out
 
 
 def _workbench_context(
@@ -195,7 +236,7 @@ def _workbench_context(
     assignment: Assignment,
     *,
     posted: dict[str, Any] | None = None,
-    errors: list[str] | None = None,
+    errors: list[str | pl.Problem] | None = None,
     stale: bool = False,
 ) -> dict[str, Any]:
     user = request_user(request)
@@ -212,6 +253,7 @@ def _workbench_context(
     else:
         selections, memo = [{}], ""
     dimensions = _dimensions_view(book, user)
+    findings = _findings_view(dimensions, selections, book.schema)
     # Counted on columns of the `assignment_progress` index (annotator, round, status), not on `id`: an
     # index-only scan, however large the round (4,000 assignments: 0.5 ms instead of 4-8 ms).
     progress = Assignment.objects.filter(annotator=user, round_id=assignment.round_id).aggregate(
@@ -245,7 +287,13 @@ def _workbench_context(
         has_draft=annotation is not None and bool(annotation.draft),
         decided=decided,
         dimensions=dimensions,
-        findings=_findings_view(dimensions, selections, book.schema),
+        findings=findings,
+        no_longer=[
+            {"finding": f["number"], "dimension": d["dim"]["name"], "option": o}
+            for f in findings
+            for d in f["dims"]
+            for o in d["inactive"]
+        ],
         blank=_findings_view(dimensions, [{}], book.schema, label="__N__")[0],
         meta=_meta_pairs(item),
         memo=memo,
@@ -254,12 +302,25 @@ def _workbench_context(
             **progress,
             "percent": round(100 * progress["done"] / progress["total"]) if progress["total"] else 0,
         },
-        errors=errors or [],
+        errors=[_error_row(e, book.schema) for e in errors or []],
         stale=stale,
         revealed=revealed,
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _error_row(error: str | pl.Problem, schema: pl.Schema) -> dict[str, Any]:
+    """One reason a submission was refused, in the codebook's names, with the finding and dimension it
+    is about (workbench.js moves the focus to the first of them)."""
+    if isinstance(error, str):
+        return {"text": error, "finding": None, "dimension": None}
+    known = error.dimension is not None and schema.dimension(error.dimension) is not None
+    return {
+        "text": error.in_names(schema),
+        "finding": error.finding if known else None,
+        "dimension": error.dimension if known else None,
+    }
 
 
 def _meta_pairs(item: Item) -> list[tuple[str, str]]:
@@ -339,7 +400,7 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     form = WorkbenchForm(request.POST)
     data = _posted_payload(request)
 
-    def refused(errors: list[str], status: int, *, stale: bool = False) -> HttpResponse:
+    def refused(errors: list[str | pl.Problem], status: int, *, stale: bool = False) -> HttpResponse:
         assignment = _own_assignment(request, study, pk)
         ctx = _workbench_context(request, study, role, assignment, posted=data, errors=errors, stale=stale)
         return render(request, "annotation/workbench.html", ctx, status=status)
@@ -363,7 +424,7 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     except services.StaleCodebook as exc:
         return refused([str(exc), *_keep_draft(reference, user, data)], 409, stale=True)
     except services.InvalidLabels as exc:
-        return refused([str(p) for p in exc.problems] + _keep_draft(reference, user, data), 422)
+        return refused([*exc.problems, *_keep_draft(reference, user, data)], 422)
     except services.AnnotationError as exc:
         return refused([str(exc), *_keep_draft(reference, user, data)], 409)
     except Exception:
