@@ -41,8 +41,8 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study
+from apps.core.jobs import MAX_ERRORS, JobProgress
 
-from ..jobs import MAX_ERRORS, JobProgress
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord
 from . import pg
