@@ -8,6 +8,7 @@ Environment variables (all optional in development):
   REDIS_URL        e.g. redis://127.0.0.1:6379/0; Celery broker and cache. Default: the embedded
                    filesystem broker (no server) and the local-memory cache.
   ALLOWED_HOSTS    comma-separated; default localhost names.
+  SQLITE_TIMEOUT   seconds a SQLite connection waits for the write lock (default 30).
 """
 
 from __future__ import annotations
