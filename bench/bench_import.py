@@ -153,9 +153,9 @@ def phase(name: str, path: Path) -> dict[str, Any]:
     from django.db import connection
 
     from apps.accounts.models import Study
+    from apps.core.jobs import claim_job
     from apps.core.models import JobStatus
     from apps.corpus import services
-    from apps.corpus.jobs import claim_job
     from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
 
     if name == "reset":

@@ -8,6 +8,7 @@ Environment variables (all optional in development):
   REDIS_URL        e.g. redis://127.0.0.1:6379/0; Celery broker and cache. Default: the embedded
                    filesystem broker (no server) and the local-memory cache.
   ALLOWED_HOSTS    comma-separated; default localhost names.
+  SQLITE_TIMEOUT   seconds a SQLite connection waits for the write lock (default 30).
 """
 
 from __future__ import annotations
@@ -95,6 +96,18 @@ TEMPLATES = [
 ]
 
 
+# The embedded default under concurrency (docs/operations.md, "Concurrency on SQLite"): WAL lets readers go on
+# while one connection writes; every transaction starts IMMEDIATE, taking the write lock at BEGIN, so a
+# transaction that reads and then writes waits its turn instead of failing with "database is locked" when
+# another wrote first (a DEFERRED one cannot wait: its snapshot is stale); and a connection waits up to
+# SQLITE_TIMEOUT seconds (default 30) for the lock before giving up.
+SQLITE_OPTIONS: dict[str, object] = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env.float("SQLITE_TIMEOUT", default=30.0),
+}
+
+
 def _database() -> dict[str, object]:
     url = os.environ.get("DATABASE_URL")
     if not url:
@@ -102,7 +115,7 @@ def _database() -> dict[str, object]:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "db.sqlite3",
-            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
+            "OPTIONS": dict(SQLITE_OPTIONS),
             "TEST": {"NAME": VAR_DIR / "test-db.sqlite3"}
             if env.bool("SQLITE_TEST_FILE", default=False)
             else {},
@@ -122,6 +135,8 @@ def _database() -> dict[str, object]:
     # Persistent connections in production; none in tests, whose live servers must let go of the test DB.
     config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0 if TESTING else 60))
     config["CONN_HEALTH_CHECKS"] = True
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {**SQLITE_OPTIONS, **dict(config.get("OPTIONS") or {})}
     if config["ENGINE"] == "django.db.backends.postgresql":
         # The same backend, whose health check asks the socket before sending SELECT 1 (apps/core/postgresql).
         config["ENGINE"] = "apps.core.postgresql"

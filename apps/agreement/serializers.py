@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.corpus.jobs import display_status
+from apps.core.jobs import display_status
 
 from .models import AgreementSnapshot
 

@@ -10,7 +10,7 @@ Two kinds of snapshot, told apart by ``params["kind"]``:
 A snapshot stores who asked (``created_by``), the parameters, the codebook version the figures were
 computed on, and the result as JSON. A study with more than `sync_max_ratings()` submitted label values
 is computed in the background by `tasks.compute_agreement_task`; smaller ones on request. Both run through
-`run_snapshot`, inside `corpus.jobs.run_job`, so the row records its status and progress the same way
+`run_snapshot`, inside `core.jobs.run_job`, so the row records its status and progress the same way
 whichever way it ran. Computing reads only; the one write is the snapshot row itself.
 """
 
@@ -28,8 +28,8 @@ from django.db.models import Count, Max
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, LabelValue
+from apps.core.jobs import JobFailed, JobProgress, enqueue, is_stalled, run_job
 from apps.core.models import JobStatus
-from apps.corpus.jobs import JobFailed, JobProgress, is_stalled, run_job
 from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
 
@@ -249,8 +249,8 @@ def request_dashboard(study: Study, level: int | None, *, actor: User | None) ->
     if int(current["ratings"]) > sync_max_ratings():
         from .tasks import compute_agreement_task  # tasks import this module
 
-        snapshot_id = snapshot.pk
-        transaction.on_commit(lambda: compute_agreement_task.delay(snapshot_id))
+        # The shared enqueue: with the broker down the snapshot stays queued, to be resent, never a 500.
+        transaction.on_commit(lambda: enqueue(compute_agreement_task, snapshot))
         return snapshot
     return run_snapshot(snapshot)
 
@@ -300,7 +300,7 @@ def run_snapshot(
     """Compute a queued (or claimed) snapshot and store its result and codebook version.
 
     Bad parameters (a dimension or round deleted since) end the snapshot *failed* with the message;
-    any other error too, and is raised again (`corpus.jobs.run_job`).
+    any other error too, and is raised again (`core.jobs.run_job`).
     """
     params = snapshot.params
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
-from apps.corpus.jobs import claim_job
+from apps.core.jobs import claim_job
 
 from .models import AgreementSnapshot
 from .services import run_snapshot

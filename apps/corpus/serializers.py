@@ -10,7 +10,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .jobs import display_status
+from apps.core.jobs import display_status
+
 from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source
 
 

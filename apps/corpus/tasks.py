@@ -9,9 +9,9 @@ from celery import shared_task
 from kombu.exceptions import OperationalError
 
 from apps.accounts.models import Study
+from apps.core.jobs import claim_job
 from apps.core.models import JobStatus
 
-from .jobs import claim_job
 from .models import ImportJob
 from .services import render_pending, run_import
 

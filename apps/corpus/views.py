@@ -23,9 +23,9 @@ from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
+from apps.core.jobs import display_status, is_stalled
 
 from .forms import IMPORT_FORMS, ImportForm, ItemFilterForm
-from .jobs import display_status, is_stalled
 from .models import ImportJob, ImportKind, Item
 from .screening import PRESETS
 from .services import ensure_rendered, resend_import, restart_import, submit_import

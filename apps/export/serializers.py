@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.adjudication.models import Provenance
-from apps.corpus.jobs import display_status
+from apps.core.jobs import display_status
 from apps.corpus.models import Source
 
 from .models import ExportFormat, ExportJob

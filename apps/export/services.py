@@ -2,14 +2,17 @@
 
 One path for every caller. The browser and the API call `submit_export` (the job is queued and a Celery
 worker runs `run_export`); ``manage.py export_dataset`` calls `export_in_foreground`, which records the
-same job and runs it in the process. `run_export` goes through `corpus.jobs.run_job`, so status,
+same job and runs it in the process. `run_export` goes through `core.jobs.run_job`, so status,
 progress, heartbeat and errors look the same whichever way the job ran.
 
-File contract: the file is written under a temporary name in ``settings.EXPORT_ROOT/<study slug>/``, its
-SHA-256 computed, then atomically renamed (`os.replace`) to its final name; only then are `file_path`
-(relative to EXPORT_ROOT), `file_size` and `sha256` stored, in the same write that marks the job
-*succeeded*. A job is downloadable only when it succeeded and has a checksum (`is_downloadable`), so a
-half-written file is never offered. A failed write removes its temporary file.
+File contract: the file is written under a temporary name in the job's scratch folder
+(``settings.EXPORT_ROOT/<study slug>/.job-<id>/``, `scratch_dir`), its SHA-256 computed, then atomically
+renamed (`os.replace`) to its final name beside it; only then are `file_path` (relative to EXPORT_ROOT),
+`file_size` and `sha256` stored, in the same write that marks the job *succeeded*. A job is downloadable
+only when it succeeded and has a checksum (`is_downloadable`), so a half-written file is never offered.
+Every temporary file of a job, openpyxl's sheet stream included, lives in that folder: a failed write
+removes it; a worker killed half-way leaves it, and it is removed when the job runs again or is resent
+as stalled (`discard_scratch`, the export kind's clean-up in `core.jobs`).
 
 Memory is bounded: records are read in chunks (`rows.StudyReader`) and each chunk is written and
 dropped. `stream_csv` serves a small study's CSV straight to the browser (`StreamingHttpResponse`)
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,8 +41,7 @@ from django.db import transaction
 from apps.accounts.models import Study, User
 from apps.adjudication.models import Provenance
 from apps.annotation.models import Round
-from apps.core.models import JobStatus
-from apps.corpus.jobs import (
+from apps.core.jobs import (
     QUEUE_UNAVAILABLE,
     JobFailed,
     JobProgress,
@@ -47,6 +50,7 @@ from apps.corpus.jobs import (
     requeue_unsent,
     run_job,
 )
+from apps.core.models import JobStatus
 from apps.corpus.models import Source
 from apps.taxonomy.index import CodebookIndex
 
@@ -150,7 +154,7 @@ def create_export(study: Study, options: ExportOptions, *, user: User | None = N
 
 def start_export(job: ExportJob) -> None:
     """Queue the job for a Celery worker once the surrounding transaction commits. With the broker down
-    the job stays queued with the message QUEUE_UNAVAILABLE (`corpus.jobs.enqueue`)."""
+    the job stays queued with the message QUEUE_UNAVAILABLE (`core.jobs.enqueue`)."""
     from .tasks import export_dataset_task  # tasks import this module
 
     transaction.on_commit(lambda: enqueue(export_dataset_task, job))
@@ -193,6 +197,16 @@ def export_in_foreground(
 
 def export_root() -> Path:
     return Path(settings.EXPORT_ROOT)
+
+
+def scratch_dir(job: ExportJob) -> Path:
+    """The folder holding every temporary file of job `job` while it writes (module docstring)."""
+    return export_root() / job.study.slug / f".job-{job.pk}"
+
+
+def discard_scratch(job: ExportJob) -> None:
+    """Remove the job's temporary files (a failed or killed run's); the finished file is not among them."""
+    shutil.rmtree(scratch_dir(job), ignore_errors=True)
 
 
 def file_name(job: ExportJob) -> str:
@@ -246,9 +260,11 @@ def run_export(job: ExportJob, *, echo: Callable[[str], None] | None = None) -> 
         study = job.study
         options = options_of(job)
         directory = export_root() / study.slug
-        directory.mkdir(parents=True, exist_ok=True)
         final = directory / file_name(job)
-        temporary = directory / f".{final.name}.{uuid.uuid4().hex}.part"
+        scratch = scratch_dir(job)
+        discard_scratch(job)  # what an earlier run, killed, left behind
+        scratch.mkdir(parents=True)
+        temporary = scratch / f"{final.name}.{uuid.uuid4().hex}.part"
         index = CodebookIndex.for_study(study)
         try:
             # Checked again: a round may have been deleted or the codebook changed since the job was queued.
@@ -260,7 +276,7 @@ def run_export(job: ExportJob, *, echo: Callable[[str], None] | None = None) -> 
         except ExportOptionError as exc:
             raise JobFailed(str(exc)) from exc
         finally:
-            temporary.unlink(missing_ok=True)
+            discard_scratch(job)
         job.file_path = str(final.relative_to(export_root()))
         job.file_size = size
         job.sha256 = digest
@@ -356,21 +372,34 @@ def _write_xlsx(
     reader: StudyReader, dimensions: list[str], raw: bool, path: Path, progress: JobProgress | None
 ) -> Written:
     import openpyxl
+    from openpyxl.worksheet import _writer as sheet_writer
 
-    # write_only keeps memory flat: rows go to a temporary XML stream, not a cell tree.
+    # write_only keeps memory flat: rows go to a temporary XML stream, not a cell tree. openpyxl puts that
+    # stream in the system's temporary folder, where a killed worker would leave it for good; it goes
+    # beside `path` instead, in the job's scratch folder (what WriteOnlyWorksheet._get_writer does, with
+    # `out` given; openpyxl removes the stream after `save`, and from ALL_TEMP_FILES).
     book = openpyxl.Workbook(write_only=True)
     sheet = book.create_sheet("dataset")
-    sheet.append(tables.dataset_columns(dimensions, raw=raw))
-    rows = items = 0
-    for chunk in reader.chunks():
-        frame = tables.dataset_frame(chunk, dimensions, raw=raw)
-        for row in tables.xlsx_rows(frame):
-            sheet.append(row)
-        rows += len(frame)
-        items += len(chunk)
-        if progress is not None:
-            progress.advance(len(chunk))
-    book.save(path)
+    stream = str(path.with_name(path.name + ".sheet.xml"))
+    sheet_writer.ALL_TEMP_FILES.append(stream)
+    sheet._writer = sheet_writer.WorksheetWriter(sheet, out=stream)
+    sheet._writer.write_top()
+    try:
+        sheet.append(tables.dataset_columns(dimensions, raw=raw))
+        rows = items = 0
+        for chunk in reader.chunks():
+            frame = tables.dataset_frame(chunk, dimensions, raw=raw)
+            for row in tables.xlsx_rows(frame):
+                sheet.append(row)
+            rows += len(frame)
+            items += len(chunk)
+            if progress is not None:
+                progress.advance(len(chunk))
+        book.save(path)
+    finally:  # a failed write: the stream goes now, not when the worker process exits
+        if stream in sheet_writer.ALL_TEMP_FILES:
+            sheet_writer.ALL_TEMP_FILES.remove(stream)
+            Path(stream).unlink(missing_ok=True)
     return Written(rows, items)
 
 

@@ -25,7 +25,7 @@ from apps.accounts.models import Study
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
-from apps.corpus.jobs import display_status
+from apps.core.jobs import display_status
 from apps.taxonomy.index import CodebookIndex
 
 from . import services

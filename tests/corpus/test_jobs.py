@@ -10,8 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.accounts.models import Study
-from apps.core.models import JobStatus
-from apps.corpus.jobs import (
+from apps.core.jobs import (
     JobFailed,
     JobProgress,
     claim_job,
@@ -20,6 +19,7 @@ from apps.corpus.jobs import (
     run_job,
     stalled_q,
 )
+from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob, ImportKind
 
 pytestmark = pytest.mark.django_db

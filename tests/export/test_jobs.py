@@ -120,7 +120,7 @@ def test_an_export_started_while_the_queue_is_down_is_sent_when_its_row_is_polle
 ) -> None:
     from kombu.exceptions import OperationalError
 
-    from apps.corpus.jobs import QUEUE_UNAVAILABLE
+    from apps.core.jobs import QUEUE_UNAVAILABLE
 
     down = {"value": True}
     original = export_dataset_task.apply_async

@@ -24,8 +24,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.core.jobs import is_stalled
 from apps.core.models import JobStatus
-from apps.corpus.jobs import is_stalled
 from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
 from apps.corpus.services import restart_import, submit_import
 from apps.export import services as export_services

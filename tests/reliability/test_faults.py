@@ -37,8 +37,8 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.accounts.models import Study, User
+from apps.core.jobs import QUEUE_UNAVAILABLE
 from apps.core.models import JobStatus
-from apps.corpus.jobs import QUEUE_UNAVAILABLE
 from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
 from apps.corpus.services import create_import_job, run_import
 from tests.reliability.conftest import ROOT, celery_broker, database_url, needs_postgres, wait_for

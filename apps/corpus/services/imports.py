@@ -21,10 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
-from apps.core.models import JobStatus
-
-from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
-from ..jobs import (
+from apps.core.jobs import (
     MAX_ERRORS,
     QUEUE_UNAVAILABLE,
     JobFailed,
@@ -35,6 +32,9 @@ from ..jobs import (
     requeue_unsent,
     run_job,
 )
+from apps.core.models import JobStatus
+
+from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
 from ..models import ImportJob, ImportKind
 from ..parsing import ImportFileError, check_file, detect_format, iter_records
 from ..records import ItemRecord
@@ -150,18 +150,19 @@ def restart_import(job: ImportJob, user: User | None = None) -> ImportJob:
     The old job stays in the history; a stalled one is marked failed first. Re-running is safe: the
     upsert skips what the first run already wrote. Raises ValueError for a job still alive or done.
     """
-    if job.status == JobStatus.RUNNING and not is_stalled(job):
+    stalled = is_stalled(job)
+    if job.status == JobStatus.RUNNING and not stalled:
         raise ValueError("this import is still running")
-    if job.status in (JobStatus.QUEUED, JobStatus.SUCCEEDED):
+    if job.status == JobStatus.SUCCEEDED or (job.status == JobStatus.QUEUED and not stalled):
         raise ValueError(
             f"only a failed, cancelled or stalled import can be restarted (this one is {job.status})"
         )
     with transaction.atomic():
-        if job.status == JobStatus.RUNNING:
+        if stalled:
             ImportJob.objects.filter(pk=job.pk).update(
                 status=JobStatus.FAILED,
                 finished_at=timezone.now(),
-                error="Stalled: the worker stopped sending heartbeats (killed or restarted).",
+                error="Stalled: no worker ran it to its end (killed or restarted, or its message was lost).",
                 message="Stalled; restarted as a new import.",
             )
         new = create_import_job(job.study, job.kind, dict(job.params), user=user, upload=job.upload)

@@ -35,6 +35,22 @@ _COMMENT_ID_MAX = ItemComment._meta.get_field("external_id").max_length or 100
 _AUTHOR_MAX = ItemComment._meta.get_field("author").max_length or 150
 
 
+# The first key of the advisory locks an import takes on a study (the second is the study's id); any
+# constant no other lock of the project uses.
+_STUDY_IMPORT_LOCK = 0x7461_7831  # "tax1"
+
+
+def lock_study_for_import(study_id: int) -> None:
+    """Wait for, then hold until the transaction ends, the study's import lock.
+
+    Two imports into one study write one batch (one file import: the whole file) at a time, so each
+    batch reads the stored items after the other's committed and its counts are its own: the jobs'
+    created/updated/unchanged add up to what was written. The lock names no table (an advisory lock).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_STUDY_IMPORT_LOCK, study_id])
+
+
 def prefer_fast_compression() -> None:
     """lz4 TOAST compression for the bodies this session writes (PostgreSQL 14+), when available.
 

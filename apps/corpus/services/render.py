@@ -14,9 +14,9 @@ from django.db.models import Case, DateTimeField, F, Q, TextField, Value, When
 from django.utils import timezone
 
 from apps.accounts.models import Study
+from apps.core.jobs import JobProgress
 
 from .. import rendering
-from ..jobs import JobProgress
 from ..models import Item, ItemComment
 
 RENDER_BATCH_SIZE = 250

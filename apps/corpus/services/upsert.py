@@ -31,7 +31,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,8 +41,8 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study
+from apps.core.jobs import MAX_ERRORS, JobProgress
 
-from ..jobs import MAX_ERRORS, JobProgress
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord
 from . import pg
@@ -217,6 +217,9 @@ def upsert_records(
         if background
         else _InlineWriter(study.pk, counts, job, replace_comments, atomic)
     )
+    if progress is not None and isinstance(writer, _ThreadWriter):
+        # Waiting for the writer (another import into the study holds its lock) is not dying.
+        writer.on_wait = progress.save
     batch: Batch = {}
     started = time.monotonic()
     try:
@@ -339,6 +342,7 @@ class _ThreadWriter(_Writer):
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
         self._commit = False
+        self.on_wait: Callable[[], None] | None = None  # called every half second the queue stays full
         self._thread = threading.Thread(target=self._run, name="corpus-upsert", daemon=True)
         self._thread.start()
 
@@ -350,6 +354,8 @@ class _ThreadWriter(_Writer):
                 return
             except queue.Full:
                 self._raise_pending()
+                if self.on_wait is not None:
+                    self.on_wait()
 
     def close(self, commit: bool) -> None:
         self._commit = commit
@@ -412,10 +418,17 @@ class _ThreadWriter(_Writer):
 
 
 def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[int, int, int]:
-    """Write one batch in the current transaction; return (created, updated, unchanged)."""
+    """Write one batch in the current transaction; return (created, updated, unchanged).
+
+    Two imports into one study take turns, batch by batch: on PostgreSQL the study's import lock
+    (`pg.lock_study_for_import`), held to the end of the transaction; on SQLite the write lock that
+    every transaction takes at its start (``transaction_mode: IMMEDIATE`` in settings). The read of the
+    stored hashes therefore sees the other import's committed batches, and each item is counted once.
+    """
     postgres = connection.vendor == "postgresql"
     urls = list(batch)
     if postgres:
+        pg.lock_study_for_import(study_id)
         stored = pg.stored_hashes(study_id, urls)
     else:
         stored = dict(Item.objects.filter(study_id=study_id, url__in=urls).values_list("url", "content_hash"))

@@ -30,7 +30,7 @@ from apps.accounts.models import Membership, Study
 from apps.agreement.ratings import RatingsError, load_study_ratings
 from apps.agreement.services import dimension_report
 from apps.annotation.models import Round, RoundItem
-from apps.corpus.jobs import JobProgress
+from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, Codebook, CodebookChange, CodebookVersion, Dimension

@@ -1,9 +1,14 @@
 """The life of a background job: claim, progress, heartbeat, finish, and telling a dead job from a live one.
 
-Generic over :class:`apps.core.models.Job`, so export and agreement jobs can reuse it: nothing here
-knows about imports. A job row is driven either by a Celery worker (started from the browser or the
-API) or in the foreground by a management command; both go through :func:`run_job`, so the row looks
-the same whichever way it ran.
+Generic over :class:`apps.core.models.Job`: nothing here knows about imports, exports or agreement. Every
+kind of job registers itself (:func:`register_kind`, from its app's ``ready()``) with its model and its
+Celery task, so that one mechanism shows every kind as stalled, resends it (:func:`requeue_stalled`,
+``manage.py requeue_jobs``) and cleans up after it; a job model that is not registered is an error
+(:func:`check_registered`, run by ``requeue_jobs`` and the tests).
+
+A job row is driven either by a Celery worker (started from the browser or the API) or in the
+foreground by a management command; both go through :func:`run_job`, so the row looks the same
+whichever way it ran.
 
 Contracts:
 
@@ -12,13 +17,16 @@ Contracts:
 - ``heartbeat_at`` is refreshed with every progress write; a *running* job whose heartbeat is older
   than :func:`stale_after` (``settings.JOB_STALE_MINUTES``, default 10 minutes) and that is not in an
   announced wait (``waiting_until`` in the future, import jobs only) is *stalled*: its worker died
-  (SIGKILL, OOM, a redeploy). A stalled job can be claimed again (:func:`claim_job`) or replaced;
+  (SIGKILL, OOM, a redeploy). So is a *queued* job that no worker took within that time since it was
+  created or last sent (``heartbeat_at`` of a queued job): its message never reached the broker, or
+  was lost with it. A stalled job can be claimed again (:func:`claim_job`) or resent;
 - progress writes use ``UPDATE ... WHERE pk`` on the job's own fields only, outside any transaction
   the work opens, so a browser polling the job sees them while the work goes on;
 - a job is sent to the broker by :func:`enqueue`; when the broker (Redis) cannot be reached the job
   stays *queued* with the message :data:`QUEUE_UNAVAILABLE`, and :func:`requeue_unsent` sends it
   again once the broker is back (the job's page does so while it polls; ``manage.py requeue_jobs``
-  does it for every job). A message sent twice is harmless: :func:`claim_job` lets one run.
+  does it for every job of every kind, with the stalled ones). A message sent twice is harmless:
+  :func:`claim_job` lets one run.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
@@ -62,10 +72,13 @@ def stale_after() -> timedelta:
 
 
 def is_stalled(job: Job, now: datetime | None = None) -> bool:
-    """True for a running job whose worker stopped beating (see the module docstring)."""
+    """True for a running job whose worker stopped beating, or a queued job no worker took in time
+    (see the module docstring)."""
+    now = now or timezone.now()
+    if job.status == JobStatus.QUEUED:
+        return now - (job.heartbeat_at or job.created_at) > stale_after()
     if job.status != JobStatus.RUNNING:
         return False
-    now = now or timezone.now()
     waiting_until: datetime | None = getattr(job, "waiting_until", None)
     if waiting_until is not None and waiting_until > now:
         return False
@@ -80,14 +93,19 @@ def display_status(job: Job, now: datetime | None = None) -> str:
     return "stalled" if is_stalled(job, now) else str(job.status)
 
 
-def stalled_q(model: type[Job], now: datetime | None = None) -> Q:
-    """A filter matching the stalled jobs of `model` (for listings and clean-ups)."""
+def stalled_q(model: type[Job], now: datetime | None = None, *, queued: bool = False) -> Q:
+    """A filter matching the stalled running jobs of `model`, and with `queued` the stalled queued ones
+    too (:func:`is_stalled` for one job)."""
     cutoff = (now or timezone.now()) - stale_after()
     condition = Q(status=JobStatus.RUNNING) & (
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     )
     if any(field.name == "waiting_until" for field in model._meta.get_fields()):
         condition &= Q(waiting_until__isnull=True) | Q(waiting_until__lt=cutoff)
+    if queued:
+        condition |= Q(status=JobStatus.QUEUED) & (
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
+        )
     return condition
 
 
@@ -151,6 +169,97 @@ def requeue_unsent(
         )
         sent += 1
     return sent
+
+
+# --- the kinds of job ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of background job: its model, the Celery task that runs one (``task(job_id)``), and what
+    to clean up when a stalled job of the kind is resent (`discard`: the files a killed worker left)."""
+
+    name: str
+    model: type[Job]
+    task: Any
+    discard: Callable[[Any], None] | None = None
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def register_kind(kind: JobKind) -> None:
+    """Add a kind of job (an app's ``ready()`` calls this). Registering the same model again replaces it."""
+    for name, known in list(_KINDS.items()):
+        if known.model is kind.model:
+            del _KINDS[name]
+    _KINDS[kind.name] = kind
+
+
+def job_kinds() -> list[JobKind]:
+    """Every registered kind, by name."""
+    return [_KINDS[name] for name in sorted(_KINDS)]
+
+
+def job_models() -> list[type[Job]]:
+    """Every concrete model of a job installed (whether its kind was registered or not)."""
+    return [model for model in apps.get_models() if issubclass(model, Job)]
+
+
+def check_registered() -> None:
+    """Raise ImproperlyConfigured naming each job model whose kind nobody registered: such jobs could
+    stall and never be resent."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    registered = {kind.model for kind in _KINDS.values()}
+    missing = [model._meta.label for model in job_models() if model not in registered]
+    if missing:
+        raise ImproperlyConfigured(
+            f"job models without a registered kind (apps.core.jobs.register_kind): {', '.join(missing)}"
+        )
+
+
+RESENT = "Resent: its worker stopped (killed or restarted) or its message never reached the queue."
+
+
+def requeue_stalled(kind: JobKind, *, older_than: timedelta | None = None) -> tuple[int, int]:
+    """Send again every job of `kind` that needs it; return (sent, still unsent).
+
+    That is: queued jobs the broker never took (:data:`QUEUE_UNAVAILABLE`), stalled queued and running
+    jobs (:func:`is_stalled`), and with `older_than` every job queued for longer than that. A stalled
+    running job is put back to *queued* first (with the message :data:`RESENT`; its `discard` cleans up
+    what the dead worker left) unless it came alive meanwhile; every job sent gets ``heartbeat_at`` = now,
+    so it counts as stalled again only if this message is lost too. Stops at the first job the broker
+    refuses (it is still down); the rest count as unsent.
+    """
+    model = kind.model
+    manager = model._default_manager
+    now = timezone.now()
+    condition = Q(status=JobStatus.QUEUED, message=QUEUE_UNAVAILABLE) | stalled_q(model, now, queued=True)
+    if older_than is not None:
+        condition |= Q(status=JobStatus.QUEUED, created_at__lt=now - older_than)
+    sent = 0
+    for job in manager.filter(condition).order_by("created_at", "pk"):
+        if job.status == JobStatus.RUNNING:
+            revived = manager.filter(stalled_q(model, now), pk=job.pk).update(
+                status=JobStatus.QUEUED, message=RESENT, heartbeat_at=timezone.now()
+            )
+            if not revived:  # it came alive, or another requeue took it
+                continue
+            job.refresh_from_db()
+            if kind.discard is not None:
+                kind.discard(job)
+        else:
+            manager.filter(pk=job.pk, status=JobStatus.QUEUED).update(heartbeat_at=timezone.now())
+        if not enqueue(kind.task, job, retry=False):
+            break
+        manager.filter(pk=job.pk, status=JobStatus.QUEUED, message=QUEUE_UNAVAILABLE).update(message="")
+        sent += 1
+    unsent = manager.filter(status=JobStatus.QUEUED, message=QUEUE_UNAVAILABLE).count()
+    return sent, unsent
+
+
+# --- progress -------------------------------------------------------------------------------------
 
 
 class JobProgress:

@@ -1,0 +1,42 @@
+"""``requeue_jobs [--older-than SECONDS]``: send every kind of job that needs it to the broker again.
+
+Every registered kind of job (`apps.core.jobs.job_kinds`: imports, exports, agreement, and any kind added
+later) goes through the one `requeue_stalled`: jobs the queue never took, stalled queued and running jobs,
+and with --older-than every job queued for longer than that. Lives in core because it names no kind.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.core.jobs import check_registered, job_kinds, requeue_stalled
+
+
+class Command(BaseCommand):
+    help = (
+        "Send again every job (of every kind: import, export, agreement, ...) that the job queue (Redis) "
+        "never took because it was down, and every stalled job: queued or running for longer than "
+        "JOB_STALE_MINUTES without a heartbeat (its worker died, or its message was lost). With "
+        "--older-than, also every job queued for longer than that many seconds. Sending a job twice is "
+        "harmless: one worker runs it."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--older-than", type=float, default=None, metavar="SECONDS")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        seconds = options["older_than"]
+        if seconds is not None and seconds < 0:
+            raise CommandError(f"--older-than must be zero or more seconds, got {seconds}")
+        older_than = None if seconds is None else timedelta(seconds=seconds)
+        check_registered()
+        waiting = 0
+        for kind in job_kinds():
+            sent, unsent = requeue_stalled(kind, older_than=older_than)
+            waiting += unsent
+            self.stderr.write(f"{kind.name} jobs: {sent} sent, {unsent} still waiting for the queue")
+        if waiting:
+            raise CommandError("the job queue is still unavailable (is Redis running?); run this again later")
