@@ -399,7 +399,8 @@ class StudyDetail(StudyAPIView):
 
 class MemberList(StudyListAPIView[Membership]):
     """Members of a study (leads and owners). POST adds a member or changes a member's role: an existing
-    user, or a new account when `password` is given (validated by the password validators)."""
+    user, or a new account when `password` is given (username and password validated). A lead adds
+    annotators; only an owner gives or changes the lead and owner roles (403)."""
 
     serializer_class = MembershipSerializer
     lead_only = True
@@ -414,20 +415,18 @@ class MemberList(StudyListAPIView[Membership]):
     def post(self, request: Request, slug: str) -> Response:
         form = AddMemberSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        username = form.validated_data["username"].strip()
-        role = form.validated_data["role"]
-        password = form.validated_data.get("password") or ""
         try:
-            if role == Role.OWNER and self.role != Role.OWNER:
-                raise services.StudyError("Only an owner can make someone an owner.")
-            member = User.objects.filter(username=username).first()
-            if member is None:
-                if not password:
-                    raise services.StudyError(
-                        f"No user named {username!r}. Give a password to create the account."
-                    )
-                member = services.create_user(username, password)
-            membership, created = services.add_member(self.study, member, role)
+            membership, created = services.set_member_role(
+                self.study,
+                form.validated_data["username"].strip(),
+                form.validated_data["role"],
+                actor=self.user,
+                password=form.validated_data.get("password") or "",
+            )
+        except services.UnknownUser as exc:
+            refuse(f"{exc} Give a password to create the account.")
+        except services.MembershipRefused as exc:
+            refuse(exc, status_code=status.HTTP_403_FORBIDDEN)
         except services.StudyError as exc:
             refuse(exc)
         return Response(

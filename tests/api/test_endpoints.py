@@ -164,7 +164,7 @@ def test_a_decided_item_cannot_be_relabelled(world: World) -> None:
 def test_only_an_owner_makes_owners(world: World) -> None:
     url = f"/api/v1/studies/{world.study.slug}/members/"
     refused = as_user(world.lead).post(url, {"username": "bob", "role": "owner"}, format="json")
-    assert refused.status_code == 400 and "Only an owner" in refused.json()["detail"]
+    assert refused.status_code == 403 and "Only an owner" in refused.json()["detail"]
     granted = as_user(world.owner).post(url, {"username": "bob", "role": "lead"}, format="json")
     assert granted.status_code == 200
     assert Membership.objects.get(study=world.study, user=world.bob).role == Role.LEAD
