@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, NoReturn
 
-from django.db.models import Model, QuerySet
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import connection
+from django.db.models import IntegerField, Model, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -24,8 +28,9 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.pagination import BasePagination, CursorPagination
+from rest_framework.exceptions import APIException, NotFound, ParseError, ValidationError
+from rest_framework.pagination import BasePagination, Cursor, CursorPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -131,7 +136,7 @@ class TaxonomistAutoSchema(AutoSchema):
         codes: list[int] = [400, 401, 403, 404]
         codes.extend(getattr(self.view, "extra_error_statuses", ()))
         if self.method in ("POST", "PUT", "PATCH"):
-            codes.append(415)
+            codes.extend((413, 415))
         for code in codes:
             if str(code) not in responses:
                 responses[str(code)] = self._get_response_for_code(  # type: ignore[no-untyped-call]
@@ -160,6 +165,7 @@ _ERROR_TEXT = {
     403: "A member, but the role may not do this (e.g. an annotator on a lead endpoint).",
     404: "No such object among those the caller may see (non-members get 404 for a study).",
     409: "Conflict with the current state (e.g. someone else decided the item first).",
+    413: "The request body is larger than the server's limit (`DATA_UPLOAD_MAX_MEMORY_SIZE`, 10 MB).",
     415: "Unsupported media type: send JSON (or multipart for uploads).",
 }
 
@@ -168,16 +174,129 @@ _ERROR_TEXT = {
 
 
 class KeysetPagination(CursorPagination):
-    """Cursor pages over a unique ordering (default ``id``; a view sets `cursor_ordering`)."""
+    """Cursor pages over a unique ordering (default ``id``; a view sets `cursor_ordering`).
+
+    A cursor is opaque to clients but readable by anyone (base64 of ``o=…&r=…&p=…``), so a forged one is
+    refused with a 400 before it reaches a query: undecodable, or a position that is not a value of the
+    ordering column (a word where an id goes, an integer out of the column's range).
+    """
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
     ordering = "id"
+    invalid_cursor_message = (
+        "The page cursor is not valid: follow the `next` or `previous` link as given, "
+        "or start again without `cursor`."
+    )
 
     def get_ordering(self, request: Request, queryset: Any, view: Any) -> tuple[str, ...]:
         ordering = getattr(view, "cursor_ordering", None) or self.ordering
         return (ordering,) if isinstance(ordering, str) else tuple(ordering)
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        try:
+            return super().decode_cursor(request)
+        except NotFound as exc:  # DRF answers a bad cursor with 404, as if the list did not exist
+            raise Refused(self.invalid_cursor_message) from exc
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        cursor = self.decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            column = self.get_ordering(request, queryset, view)[0].lstrip("-")
+            if not _is_value_of(queryset, column, str(cursor.position)):
+                raise Refused(self.invalid_cursor_message)
+        return super().paginate_queryset(queryset, request, view)
+
+
+def _is_value_of(queryset: QuerySet[Any], column: str, position: str) -> bool:
+    """Whether `position` (a cursor's text) is a value the ordering `column` can hold."""
+    field = queryset.all().query.resolve_ref(column).output_field
+    try:
+        value = field.to_python(position)
+    except (DjangoValidationError, ValueError, TypeError):
+        return False
+    if isinstance(field, IntegerField):
+        low, high = connection.ops.integer_field_range(field.get_internal_type())
+        return bool((low is None or value >= low) and (high is None or value <= high))
+    return True
+
+
+# --- request bodies and query parameters ----------------------------------------------------------
+
+MAX_JSON_DEPTH = 64  # the deepest codebook file (a 20-level category tree) nests 45 deep
+
+
+class BoundedJSONParser(JSONParser):
+    """DRF's JSON parser, refusing (400) a body nested deeper than `MAX_JSON_DEPTH` before any handler
+    walks it: a few kilobytes of ``[[[[…`` would otherwise end in a RecursionError (500)."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            data = None
+        else:
+            if _depth(data) <= MAX_JSON_DEPTH:
+                return data
+        raise ParseError(f"JSON parse error - the body is nested deeper than {MAX_JSON_DEPTH} levels.")
+
+
+def _depth(data: Any) -> int:
+    """How deep lists and objects nest in parsed JSON (a scalar: 0), without recursion."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_JSON_DEPTH:  # deeper than the limit is refused whatever lies below
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+class QueryFlag(serializers.BooleanField):
+    """A yes/no query parameter, the one parser of them all: ``true``/``false`` (also ``1``/``0``,
+    ``yes``/``no``, ``on``/``off``, any case). Any other value, the empty one included, is a 400 naming
+    it, never read as ``false``: ``?dry_run=maybe`` must not write."""
+
+    default_error_messages = {"invalid": "Must be true or false, not {input!r}."}
+
+    def get_value(self, dictionary: Any) -> Any:
+        if self.field_name in dictionary:  # present but empty is refused, not taken as absent
+            return dictionary[self.field_name]
+        return super().get_value(dictionary)
+
+
+def query_flag(request: Request, name: str, *, default: bool = False) -> bool:
+    """The yes/no query parameter `name` (see `QueryFlag`); `default` when absent."""
+    if name not in request.query_params:
+        return default
+    try:
+        return bool(QueryFlag().run_validation(request.query_params[name]))
+    except ValidationError as exc:
+        raise ValidationError({name: exc.detail}) from exc
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
+def _as_api_error(exc: Exception) -> Exception:
+    """Django's refusals of a request's body, raised while DRF reads it, as API errors (JSON, not the
+    HTML error page): too large (413), too many fields or files (400)."""
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return PayloadTooLarge(
+            f"The request body is larger than the limit of {limit // (1024 * 1024)} MB ({limit} bytes): "
+            "send files as multipart uploads, or in smaller parts."
+        )
+    if isinstance(exc, SuspiciousOperation):
+        return ParseError(f"The request was refused: {exc}")
+    return exc
 
 
 # --- the base views --------------------------------------------------------------------------------
@@ -190,10 +309,12 @@ class APIBase(APIView):
     authentication_classes = [HashedTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     pagination_class: type[BasePagination] | None = KeysetPagination
+    parser_classes = [BoundedJSONParser, FormParser, MultiPartParser]
     schema = TaxonomistAutoSchema()
     extra_error_statuses: ClassVar[tuple[int, ...]] = ()
 
     def handle_exception(self, exc: Exception) -> Response:
+        exc = _as_api_error(exc)
         response = super().handle_exception(exc)
         if isinstance(exc, ValidationError):
             response.data = validation_body(exc.detail)
@@ -278,7 +399,8 @@ class StudyDetail(StudyAPIView):
 
 class MemberList(StudyListAPIView[Membership]):
     """Members of a study (leads and owners). POST adds a member or changes a member's role: an existing
-    user, or a new account when `password` is given (validated by the password validators)."""
+    user, or a new account when `password` is given (username and password validated). A lead adds
+    annotators; only an owner gives or changes the lead and owner roles (403)."""
 
     serializer_class = MembershipSerializer
     lead_only = True
@@ -293,20 +415,18 @@ class MemberList(StudyListAPIView[Membership]):
     def post(self, request: Request, slug: str) -> Response:
         form = AddMemberSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        username = form.validated_data["username"].strip()
-        role = form.validated_data["role"]
-        password = form.validated_data.get("password") or ""
         try:
-            if role == Role.OWNER and self.role != Role.OWNER:
-                raise services.StudyError("Only an owner can make someone an owner.")
-            member = User.objects.filter(username=username).first()
-            if member is None:
-                if not password:
-                    raise services.StudyError(
-                        f"No user named {username!r}. Give a password to create the account."
-                    )
-                member = services.create_user(username, password)
-            membership, created = services.add_member(self.study, member, role)
+            membership, created = services.set_member_role(
+                self.study,
+                form.validated_data["username"].strip(),
+                form.validated_data["role"],
+                actor=self.user,
+                password=form.validated_data.get("password") or "",
+            )
+        except services.UnknownUser as exc:
+            refuse(f"{exc} Give a password to create the account.")
+        except services.MembershipRefused as exc:
+            refuse(exc, status_code=status.HTTP_403_FORBIDDEN)
         except services.StudyError as exc:
             refuse(exc)
         return Response(

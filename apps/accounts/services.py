@@ -1,7 +1,14 @@
-"""Creating studies and managing who belongs to them."""
+"""Creating studies and accounts, and managing who belongs to a study.
+
+`set_member_role` is the one way members are added or change role, for the members page, the API and
+`add_member`; `create_user` the one way accounts are made, with `validate_username`.
+"""
 
 from __future__ import annotations
 
+import unicodedata
+
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
@@ -11,6 +18,14 @@ from .models import Membership, Role, Study, User
 
 class StudyError(ValueError):
     """Bad input for a study operation; the message says what and why."""
+
+
+class MembershipRefused(StudyError):
+    """The acting member's role may not make this change (the API answers 403)."""
+
+
+class UnknownUser(StudyError):
+    """No account has the username; the interface says how to create one."""
 
 
 def create_study(
@@ -34,8 +49,59 @@ def create_study(
     return study
 
 
+def set_member_role(
+    study: Study, username: str, role: str, *, actor: User | None, password: str = ""
+) -> tuple[Membership, bool]:
+    """Give the user named `username` the `role` in the study, or change theirs; with a `password`, a
+    missing account is created first (`create_user`). Returns (membership, created), in one transaction.
+
+    Who may: `actor` None is the command line (the server's operator, who may do anything). An owner may
+    do anything. A lead may only add annotators: giving the lead or owner role, or changing the role of a
+    lead or an owner (their own included), is for owners (`MembershipRefused`). The last owner stays
+    (`add_member`). Raises `UnknownUser` when there is no such account and no password, `StudyError` for
+    bad input.
+    """
+    if role not in Role.values:
+        raise StudyError(f"Unknown role {role!r}; choose one of: {', '.join(Role.values)}.")
+    with transaction.atomic():
+        user = User.objects.filter(username=username).first()
+        current = (
+            Membership.objects.filter(study=study, user=user).values_list("role", flat=True).first()
+            if user is not None
+            else None
+        )
+        _check_may_set_role(study, actor, username, current, role)
+        if user is None:
+            if not password:
+                similar = User.objects.filter(username__iexact=username).values_list("username", flat=True)
+                hint = f" (did you mean {similar[0]!r}?)" if similar else ""
+                raise UnknownUser(f"No user named {username!r}{hint}.")
+            user = create_user(username, password)
+        return add_member(study, user, role)
+
+
+def _check_may_set_role(
+    study: Study, actor: User | None, username: str, current: str | None, role: str
+) -> None:
+    if actor is None:
+        return
+    actor_role = Membership.objects.filter(study=study, user=actor).values_list("role", flat=True).first()
+    if actor_role == Role.OWNER:
+        return
+    if actor_role != Role.LEAD:
+        raise MembershipRefused("Only a lead or an owner of this study can manage its members.")
+    if role == Role.OWNER:
+        raise MembershipRefused("Only an owner can make someone an owner.")
+    if role == Role.LEAD and current != Role.LEAD:
+        raise MembershipRefused("Only an owner can make someone a lead.")
+    if current in (Role.LEAD, Role.OWNER) and current != role:
+        raise MembershipRefused(f"Only an owner can change the role of {username}, who is {current}.")
+
+
 def add_member(study: Study, user: User, role: str) -> tuple[Membership, bool]:
-    """Give the user a role in the study, changing it if they have one. Returns (membership, created)."""
+    """Give the user a role in the study, changing it if they have one. Returns (membership, created).
+
+    No permission check: interfaces call `set_member_role`; this is for loaders (the demo) and tests."""
     if role not in Role.values:
         raise StudyError(f"Unknown role {role!r}; choose one of: {', '.join(Role.values)}.")
     with transaction.atomic():
@@ -52,12 +118,44 @@ def add_member(study: Study, user: User, role: str) -> tuple[Membership, bool]:
     return membership, created
 
 
+USERNAME_MAX_LENGTH = User._meta.get_field("username").max_length or 150
+
+
+def validate_username(username: str) -> str:
+    """The username as it will be stored (NFKC-normalised, as Django's User does), or StudyError naming
+    what is wrong: Django's username rule (letters, digits and ``@ . + - _`` only, so no space, newline,
+    comma, ``<`` or invisible character), at most 150 characters, and no existing account with the same
+    name but for case (``Alice`` beside ``alice``). For new accounts; existing ones are looked up as
+    they are."""
+    name = unicodedata.normalize("NFKC", username)
+    if not name:
+        raise StudyError("A username cannot be empty.")
+    if len(name) > USERNAME_MAX_LENGTH:
+        raise StudyError(f"The username {name[:20]!r}… is longer than {USERNAME_MAX_LENGTH} characters.")
+    try:
+        UnicodeUsernameValidator()(name)
+    except ValidationError as exc:
+        odd = sorted({c for c in name if not (c.isalnum() or c in "@.+-_")})
+        shown = ", ".join(repr(c) if c.isprintable() else f"U+{ord(c):04X}" for c in odd)
+        found = f" (found {shown})" if shown else ""
+        raise StudyError(
+            f"The username {name!r} is not valid: use letters, digits and @ . + - _ only{found}."
+        ) from exc
+    taken = User.objects.filter(username__iexact=name).values_list("username", flat=True).first()
+    if taken is not None:
+        same = (
+            "already exists" if taken == name else f"already exists as {taken!r} (names differ only by case)"
+        )
+        raise StudyError(f"A user named {name!r} {same}.")
+    return name
+
+
 def create_user(username: str, password: str, *, email: str = "") -> User:
-    """Create a user with a validated password; raises StudyError naming what is wrong."""
+    """Create a user with a validated username (`validate_username`) and password; raises StudyError
+    naming what is wrong."""
     from django.contrib.auth.password_validation import validate_password
 
-    if User.objects.filter(username=username).exists():
-        raise StudyError(f"A user named {username!r} already exists.")
+    username = validate_username(username)
     user = User(username=username, email=email)
     try:
         validate_password(password, user)

@@ -15,7 +15,7 @@ from apps.core.http import HtmxHttpRequest
 
 from . import services
 from .forms import AddMemberForm, StudyForm, TokenForm
-from .models import ApiToken, Membership, Role, Study, User
+from .models import ApiToken, Membership, Study, User
 from .permissions import access_study
 
 
@@ -72,27 +72,26 @@ def study_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug, lead=True)
+    actor = request.user
+    assert isinstance(actor, User)
     form = AddMemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        username = form.cleaned_data["username"].strip()
-        password = form.cleaned_data["password"]
         new_role = form.cleaned_data["role"]
         try:
-            if new_role == Role.OWNER and role != Role.OWNER:
-                raise services.StudyError("Only an owner can make someone an owner.")
-            member = User.objects.filter(username=username).first()
-            if member is None:
-                if not password:
-                    raise services.StudyError(
-                        f"No user named {username!r}. Give a password to create the account."
-                    )
-                member = services.create_user(username, password)
-            _, created = services.add_member(study, member, new_role)
+            membership, created = services.set_member_role(
+                study,
+                form.cleaned_data["username"].strip(),
+                new_role,
+                actor=actor,
+                password=form.cleaned_data["password"],
+            )
+        except services.UnknownUser as exc:
+            form.add_error(None, f"{exc} Give a password to create the account.")
         except services.StudyError as exc:
             form.add_error(None, str(exc))
         else:
             verb = "added as" if created else "is now"
-            messages.success(request, f"{member.username} {verb} {new_role}.")
+            messages.success(request, f"{membership.user.username} {verb} {new_role}.")
             return redirect("accounts:members", study.slug)
     memberships = (
         Membership.objects.filter(study=study).select_related("user").order_by("role", "user__username")

@@ -38,7 +38,7 @@ from .serializers import (
     QueuePageSerializer,
     StatusSerializer,
 )
-from .status import study_status
+from .status import status_for
 
 
 def _values(index: CodebookIndex, findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -80,11 +80,12 @@ def _decisions(study_id: int) -> QuerySet[Decision]:
 
 
 class StatusView(StudyAPIView):
-    """The study's counts (what `study_status --format json` prints); any member."""
+    """The study's counts (what `study_status --format json` prints); any member. For annotators
+    `decisions` and `disagreements_open` are null: they move with the other annotators' labels."""
 
     @extend_schema(responses=StatusSerializer, operation_id="study_status")
     def get(self, request: Request, slug: str) -> Response:
-        return Response(StatusSerializer(study_status(self.study)).data)
+        return Response(StatusSerializer(status_for(self.study, self.role)).data)
 
 
 class QueueView(StudyAPIView):

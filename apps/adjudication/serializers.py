@@ -30,8 +30,12 @@ class StatusSerializer(serializers.Serializer[Any]):
     items = serializers.IntegerField()
     rounds = serializers.IntegerField()
     assignments = CountsSerializer()
-    decisions = DecisionCountsSerializer()
-    disagreements_open = serializers.IntegerField()
+    decisions = DecisionCountsSerializer(
+        allow_null=True, help_text="Null for annotators: it moves with the other annotators' labels."
+    )
+    disagreements_open = serializers.IntegerField(
+        allow_null=True, help_text="Null for annotators: it moves with the other annotators' labels."
+    )
     codebook_version = serializers.IntegerField()
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from apps.accounts.models import Study
+from apps.accounts.models import Role, Study
 from apps.annotation.models import Assignment, AssignmentStatus, Round, RoundItem
 from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
@@ -67,6 +67,23 @@ def study_status(study: Study, counts: Sequence[AssignmentCount] | None = None) 
         "disagreements_open": Review.objects.filter(study=study, state=ReviewState.DISAGREEMENT).count(),
         "codebook_version": version or 0,
     }
+
+
+def blind_status(status: dict[str, Any]) -> dict[str, Any]:
+    """What an annotator may read of the study's status: the same object with `decisions` and
+    `disagreements_open` set to None. Those two move with the other annotators' labels: when an annotator
+    submits on a shared item, the item becomes a unanimous decision or an open disagreement, so watching
+    either count before and after tells them whether (on two categories, which way) the other chose
+    differently. Items, rounds, the assignments' progress and the codebook version move with submissions,
+    never with what was chosen, and stay."""
+    return {**status, "decisions": None, "disagreements_open": None}
+
+
+def status_for(study: Study, role: str, counts: Sequence[AssignmentCount] | None = None) -> dict[str, Any]:
+    """`study_status` as the member with `role` may read it: leads and owners in full, annotators blind
+    (`blind_status`). Pages and the API read the status through this."""
+    status = study_status(study, counts)
+    return status if role in (Role.LEAD, Role.OWNER) else blind_status(status)
 
 
 def progress_by_annotator(

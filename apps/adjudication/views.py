@@ -44,7 +44,7 @@ from .queries import (
 )
 from .services import AdjudicationError, DecisionConflict, claim, decide
 from .sheet import Block, Composed, DimensionInfo, Sheet, apply_action
-from .status import assignment_counts, progress_by_annotator, progress_by_round, study_status
+from .status import assignment_counts, progress_by_annotator, progress_by_round, status_for
 
 
 @login_required
@@ -53,7 +53,7 @@ def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug)
     # A lead sees three tallies of the assignments: one scan of them serves all three.
     counts = assignment_counts(study) if role in LEAD_ROLES else None
-    status = study_status(study, counts)
+    status = status_for(study, role, counts)  # annotators: without the counts that move with others' labels
     ctx = study_context(study, role, "overview", status=status)
     if counts is not None:
         ctx["annotators"] = progress_by_annotator(study, counts)

@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.accounts.api import QueryFlag
 from apps.core.jobs import display_status
 
 from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source
@@ -48,7 +49,7 @@ class ItemFilterSerializer(serializers.Serializer[Any]):
     source = serializers.ChoiceField(choices=Source.choices, required=False)  # type: ignore[assignment]
     relevance = serializers.ChoiceField(choices=Relevance.choices, required=False)
     round = serializers.IntegerField(required=False, min_value=1, help_text="Items of this round number.")
-    roundless = serializers.BooleanField(required=False, help_text="Only items in no round yet.")
+    roundless = QueryFlag(required=False, help_text="Only items in no round yet.")
 
 
 class ImportJobSerializer(serializers.ModelSerializer[ImportJob]):

@@ -14,7 +14,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import StudyAPIView, refuse
+from apps.accounts.api import StudyAPIView, query_flag, refuse
 
 from . import services
 from .codebook_spec import CodebookError, codebook_from_data
@@ -104,7 +104,7 @@ class CodebookView(StudyAPIView):
         operation_id="codebook_load",
     )
     def put(self, request: Request, slug: str) -> Response:
-        dry_run = str(request.query_params.get("dry_run", "")).lower() in ("1", "true", "yes")
+        dry_run = query_flag(request, "dry_run")
         try:
             spec = codebook_from_data(request.data)
             result = load_codebook(

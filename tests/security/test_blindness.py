@@ -8,16 +8,20 @@ marker. The lead, who may read labels, does see them: the markers are real.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.cache import cache
+from django.db import transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.accounts.models import User
 from apps.adjudication.models import Review, ReviewState
-from tests.api.world import ALICE_CODE_KEY, ALICE_CODE_NAME, ALICE_MEMO, World
+from apps.annotation import services as labelling
+from tests.api.world import ALICE_CODE_KEY, ALICE_CODE_NAME, ALICE_MEMO, BOB_LABELS, World
 
 from .matrix import MATRIX, refusal
 
@@ -138,3 +142,81 @@ def test_an_item_in_disagreement_is_not_decided_so_it_stays_blind(world: World) 
     """The world's item 1 is an open disagreement, not a decision: the sweep above covers it blind."""
     review = Review.objects.get(item=world.items[0])
     assert review.state == ReviewState.DISAGREEMENT
+
+
+# --- side channels: nothing bob reads moves with alice's labels on an item they share ------------------
+
+# What differs between two requests whatever the data: CSRF tokens, CSP nonces, the moment of a submission.
+_VOLATILE = re.compile(
+    r"csrfmiddlewaretoken\" value=\"[^\"]+|\"X-CSRFToken\": \"[^\"]+|nonce=\"[^\"]+"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"
+)
+
+
+def _everything_bob_reads(world: World) -> dict[str, str]:
+    """Every answer bob can get (the matrix's URLs he may open, each object, page and htmx partial)."""
+    client = APIClient()
+    client.force_login(world.bob)
+    seen = {}
+    for name, rule in MATRIX.items():
+        if (
+            "GET" not in rule.methods
+            or refusal(rule, "other_annotator") is not None
+            or name.startswith("admin:")
+        ):
+            continue
+        for kwargs in _variants(name, rule.kwargs(world), world):
+            url = reverse(name, kwargs=kwargs or None) + rule.query
+            for headers in ({}, {"HX-Request": "true"}):
+                response = client.get(url, headers=headers)
+                body = b"".join(response.streaming_content) if response.streaming else response.content
+                text = _VOLATILE.sub("…", body.decode("utf-8", "replace"))
+                seen[f"{url} ({'htmx' if headers else 'page'})"] = f"{response.status_code} {text}"
+    return seen
+
+
+def _bob_reads_after(world: World, alice_labels: dict[str, Any]) -> dict[str, str]:
+    """Alice labels item 3 (shared, both open) with `alice_labels`, then bob submits his: what bob reads
+    then. Undone afterwards, so the other outcome can be tried on the same world."""
+    savepoint = transaction.savepoint()
+    try:
+        version = labelling.load_codebook(world.study).version
+        alice, bob = world.assignment("alice", 2), world.assignment("bob", 2)
+        labelling.submit_annotation(alice, alice_labels, world.alice, codebook_version=version)
+        labelling.submit_annotation(bob, BOB_LABELS, world.bob, codebook_version=version)
+        state = Review.objects.get(item=world.items[2]).state
+        return {"review state (not shown to bob)": state, **_everything_bob_reads(world)}
+    finally:
+        transaction.savepoint_rollback(savepoint)
+        cache.clear()
+
+
+def test_nothing_bob_reads_tells_him_whether_alice_chose_as_he_did(world: World) -> None:
+    """The side channel of issue #18: on a two-category dimension, a count that moves when bob submits
+    (open disagreements, unanimous decisions) tells him alice's label. Bob's every page, partial and
+    endpoint must read the same whether alice agreed with him or not."""
+    agreed = _bob_reads_after(world, {"findings": BOB_LABELS["findings"], "memo": ""})
+    disagreed = _bob_reads_after(
+        world,
+        {"findings": [{"values": {"type": ["fault"], "symptom": ["hang"], "fix": ["code"]}}], "memo": ""},
+    )
+    assert agreed.pop("review state (not shown to bob)") != disagreed.pop("review state (not shown to bob)")
+    assert agreed.keys() == disagreed.keys() and len(agreed) > 40
+    moved = [url for url in agreed if agreed[url] != disagreed[url]]
+    assert not moved, "these tell bob whether alice agreed:\n" + "\n".join(moved)
+
+
+def test_the_status_endpoint_gives_an_annotator_no_count_that_moves_with_labels(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.bob)
+    status = client.get(f"/api/v1/studies/{world.study.slug}/status/").json()
+    assert status["disagreements_open"] is None and status["decisions"] is None
+    assert status["assignments"] == {"open": 3, "submitted": 3} and status["items"] == 4
+
+
+def test_the_lead_keeps_the_full_status(world: World) -> None:
+    client = APIClient()
+    client.force_login(world.lead)
+    status = client.get(f"/api/v1/studies/{world.study.slug}/status/").json()
+    assert status["disagreements_open"] == 1
+    assert set(status["decisions"]) == {"unanimous", "majority", "adjudicated", "imported"}

@@ -3,10 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
-from apps.accounts.models import Role, User
-from apps.accounts.services import StudyError, add_member, create_user
+from apps.accounts.models import Role
+from apps.accounts.services import StudyError, UnknownUser, set_member_role
 from apps.core.commands import get_study
 
 
@@ -26,18 +25,14 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["slug"])
         username = opts["username"]
+        password = (opts["password"] or "") if opts["create"] else ""
         try:
-            with transaction.atomic():
-                user = User.objects.filter(username=username).first()
-                if user is None:
-                    if not opts["create"]:
-                        raise StudyError(
-                            f"No user named {username!r}; add --create --password P to create one."
-                        )
-                    if not opts["password"]:
-                        raise StudyError("--create needs --password.")
-                    user = create_user(username, opts["password"])
-                _, created = add_member(study, user, opts["role"])
+            # The command line is the server's operator: no actor, any role (set_member_role's contract).
+            _, created = set_member_role(study, username, opts["role"], actor=None, password=password)
+        except UnknownUser as exc:
+            if opts["create"]:
+                raise CommandError("--create needs --password.") from exc
+            raise CommandError(f"{exc} Add --create --password P to create the account.") from exc
         except StudyError as exc:
             raise CommandError(str(exc)) from exc
         verb = "Added" if created else "Updated"
