@@ -16,6 +16,7 @@ from apps.accounts.models import Study
 from apps.core.models import JobStatus
 from apps.export import services
 from apps.export.models import ExportJob
+from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +103,28 @@ def test_import_study_refuses_a_tampered_package_and_writes_nothing(labelled: St
     assert "dataset.json: checksum mismatch" in str(error.value)
     assert "nothing was written" in str(error.value)
     assert Study.objects.count() == studies
+
+
+@pytest.mark.parametrize(
+    ("slug", "message"),
+    [
+        ("DDP-Copy", "Invalid study slug 'DDP-Copy'"),
+        ("ddp-", "Invalid study slug 'ddp-'"),
+        ("ddp copy", "Invalid study slug 'ddp copy'"),
+        ("d" * 65, "at most 64 characters"),
+        ("legacy", "differs only in case from the existing study 'Legacy'"),
+    ],
+)
+def test_import_study_refuses_a_slug_create_study_would_refuse_or_one_differing_only_in_case(
+    labelled: Study, tmp_path: Path, slug: str, message: str
+) -> None:
+    StudyFactory(slug="Legacy")  # made before the rule (import_study accepted capitals)
+    package = tmp_path / "ddp.zip"
+    run("export_dataset", "ddp", "--format", "zip", "--output", str(package))
+    with pytest.raises(CommandError) as refused:
+        run("create_study", slug, "--name", "Copy")
+    assert message in str(refused.value)
+    with pytest.raises(CommandError) as error:
+        run("import_study", slug, str(package))
+    assert message in str(error.value)
+    assert sorted(Study.objects.values_list("slug", flat=True)) == ["Legacy", "ddp"]
