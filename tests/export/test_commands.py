@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import shutil
+import socket
+import stat
 import zipfile
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -128,3 +134,94 @@ def test_import_study_refuses_a_slug_create_study_would_refuse_or_one_differing_
         run("import_study", slug, str(package))
     assert message in str(error.value)
     assert sorted(Study.objects.values_list("slug", flat=True)) == ["Legacy", "ddp"]
+
+
+def _special(kind: str, path: Path, tmp_path: Path) -> str:
+    """Make `path` a file that is not a regular file; return how the refusal names it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "is a FIFO"
+    if kind == "symlink":
+        target = tmp_path / "elsewhere.csv"
+        target.write_text("someone else's file")
+        path.symlink_to(target)
+        return "is a symbolic link"
+    if kind == "symlink to /dev/full":
+        path.symlink_to("/dev/full")
+        return "is a symbolic link"
+    try:  # a device node like /dev/full (needs root, as the report had it), else a socket
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+        return "is a character device"
+    except PermissionError:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(path))
+        return "is a socket"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "symlink to /dev/full", "device"])
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(
+    labelled: Study, tmp_path: Path, kind: str
+) -> None:
+    output = tmp_path / "dataset.csv"
+    named = _special(kind, output, tmp_path)
+    before = os.lstat(output)
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    assert str(error.value) == f"--output {output} {named}; give the path of a regular file or a new one"
+    after = os.lstat(output)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    if kind == "symlink":
+        assert (tmp_path / "elsewhere.csv").read_text() == "someone else's file"
+    assert not list(tmp_path.glob(".*.part"))
+    assert not ExportJob.objects.exists()
+
+
+def test_a_full_disk_fails_the_job_in_one_line_and_leaves_the_old_file_and_no_partial_one(
+    labelled: Study, tmp_path: Path, export_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "dataset.csv"
+    output.write_text("yesterday's export")
+
+    def disk_full(source: Any, target: Any, *args: Any) -> None:
+        target.write(source.read(100))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(shutil, "copyfileobj", disk_full)
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    job = ExportJob.objects.get()
+    assert (
+        str(error.value)
+        == f"Export #{job.pk} failed: --output {output}: cannot write: No space left on device"
+    )
+    assert job.status == JobStatus.FAILED and "No space left on device" in job.error
+    assert not services.is_downloadable(job)
+    assert output.read_text() == "yesterday's export"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != export_root.name) == ["dataset.csv"]
+    assert not [p for p in export_root.rglob("*") if p.is_file()]
+
+
+def test_a_directory_nobody_may_write_fails_the_job_in_one_line(labelled: Study) -> None:
+    output = Path("/sys/taxonomist-dataset.csv")  # sysfs refuses new files, even to root
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    job = ExportJob.objects.get()
+    assert str(error.value) == f"Export #{job.pk} failed: --output {output}: cannot write: Permission denied"
+    assert job.status == JobStatus.FAILED
+    assert not output.exists()
+
+
+def test_a_full_disk_under_the_export_root_is_one_line_and_a_failed_job(
+    labelled: Study, tmp_path: Path, export_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(path: Path) -> str:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(services, "sha256_of", disk_full)
+    output = tmp_path / "dataset.csv"
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    assert str(error.value) == "Export failed: cannot write the export file: No space left on device"
+    assert ExportJob.objects.get().status == JobStatus.FAILED
+    assert not output.exists()
+    assert not [p for p in export_root.rglob("*") if p.is_file()]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.core.commands import get_study
 from apps.core.models import JobStatus
+from apps.core.output import OutputError, check_output_path
 from apps.export import services
 
 
@@ -30,7 +28,7 @@ class Command(BaseCommand):
     help = (
         "Export a study's consolidated dataset (items with a current decision) as CSV, JSON, JSONL or XLSX, "
         "or the whole study as a replication package (zip). Runs as an export job in the foreground and "
-        "copies the finished file to --output."
+        "copies the finished file to --output (a new or regular file; never a link, FIFO or device)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -53,10 +51,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
         output = Path(opts["output"])
-        if output.is_dir():
-            raise CommandError(f"--output {output} is a directory; give a file name")
-        if not output.parent.is_dir():
-            raise CommandError(f"--output: the directory {output.parent} does not exist")
+        try:
+            check_output_path(output)  # refused before any work; checked again before the rename
+        except OutputError as exc:
+            raise CommandError(str(exc)) from None
         try:
             options = services.parse_options(
                 study,
@@ -69,18 +67,15 @@ class Command(BaseCommand):
             )
         except services.ExportOptionError as exc:
             raise CommandError(str(exc)) from exc
-        job = services.export_in_foreground(study, options, echo=lambda line: print(line, file=sys.stderr))
+        try:
+            job = services.export_in_foreground(
+                study, options, echo=lambda line: print(line, file=sys.stderr), output=output
+            )
+        except OSError as exc:  # writing under EXPORT_ROOT failed; run_job recorded the job as failed
+            raise CommandError(
+                f"Export failed: cannot write the export file: {exc.strerror or exc}"
+            ) from None
         job.refresh_from_db()
         if job.status != JobStatus.SUCCEEDED:
             raise CommandError(f"Export #{job.pk} failed: {job.error or job.message}")
-        source = services.stored_path(job)
-        if source is None or not services.is_downloadable(job):
-            raise CommandError(f"Export #{job.pk} finished without a file")
-        # Copy next to the target, then rename: a reader of --output never sees half a file.
-        partial = output.with_name(f".{output.name}.{uuid.uuid4().hex}.part")
-        try:
-            shutil.copyfile(source, partial)
-            os.replace(partial, output)
-        finally:
-            partial.unlink(missing_ok=True)
         self.stdout.write(f"{job.message} Written to {output} (sha256 {job.sha256}).")
