@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import transaction
 
 from apps.accounts.models import Role, User
 from apps.accounts.services import StudyError, add_member, create_user
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 
 

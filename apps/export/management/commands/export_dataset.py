@@ -6,22 +6,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand, positive_int
 from apps.core.commands import get_study
 from apps.core.models import JobStatus
 from apps.core.output import OutputError, check_output_path
 from apps.export import services
-
-
-def _whole(name: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise CommandError(f"{name} must be a whole number, got {text!r}") from None
-
-    return parse
 
 
 class Command(BaseCommand):
@@ -33,17 +24,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("--format", required=True, help=f"One of {', '.join(services.FORMATS)}.")
+        parser.add_argument("--format", required=True, choices=services.FORMATS)
         parser.add_argument("--output", required=True, metavar="PATH", help="Where to write the file.")
         parser.add_argument(
             "--raw", action="store_true", help="Add every annotator's labels (and undecided items)."
         )
-        parser.add_argument("--round", type=_whole("--round"), metavar="N", help="Only round N.")
+        parser.add_argument("--round", type=positive_int, metavar="N", help="Only round N.")
         parser.add_argument("--provenance", metavar="P", help="Only decisions of this provenance.")
         parser.add_argument("--source", metavar="S", help="Only items from this source.")
         parser.add_argument(
             "--level",
-            type=_whole("--level"),
+            type=positive_int,
             metavar="DEPTH",
             help="Cut category paths at this level of the tree (1 = top); default: the full path.",
         )

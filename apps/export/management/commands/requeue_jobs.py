@@ -8,8 +8,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand, non_negative_number
 from apps.corpus.jobs import QUEUE_UNAVAILABLE, requeue_unsent
 from apps.corpus.models import ImportJob
 from apps.corpus.tasks import run_import_task
@@ -25,12 +26,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--older-than", type=float, default=None, metavar="SECONDS")
+        parser.add_argument("--older-than", type=non_negative_number, default=None, metavar="SECONDS")
 
     def handle(self, *args: Any, **options: Any) -> None:
         seconds = options["older_than"]
-        if seconds is not None and seconds < 0:
-            raise CommandError(f"--older-than must be zero or more seconds, got {seconds}")
         older_than = None if seconds is None else timedelta(seconds=seconds)
         sent = {
             "import": requeue_unsent(ImportJob, run_import_task, older_than=older_than),
