@@ -28,19 +28,41 @@ class UnknownUser(StudyError):
     """No account has the username; the interface says how to create one."""
 
 
+SLUG_MAX_LENGTH = Study._meta.get_field("slug").max_length or 64
+
+
+def new_slug_problem(slug: str) -> str | None:
+    """Why `slug` cannot name a new study, or None. The one slug rule of every way to create a study
+    (``create_study``, ``import_study``, the study list page): lowercase ASCII letters, digits, hyphens
+    and underscores, starting and ending with a letter or digit, at most 64 characters, and no existing
+    study's slug, compared case-insensitively (``Tosem23`` and ``tosem23`` would be two studies that
+    people, URLs on a case-insensitive proxy and scripts easily confuse)."""
+    if not slug or slugify(slug) != slug:
+        return (
+            f"Invalid study slug {slug!r}: use lowercase letters, digits, hyphens and underscores, "
+            "starting and ending with a letter or digit."
+        )
+    if len(slug) > SLUG_MAX_LENGTH:
+        return f"Invalid study slug {slug!r}: at most {SLUG_MAX_LENGTH} characters (it has {len(slug)})."
+    existing = Study.objects.filter(slug__iexact=slug).values_list("slug", flat=True).first()
+    if existing == slug:
+        return f"A study with the slug {slug!r} already exists."
+    if existing is not None:
+        return f"The slug {slug!r} differs only in case from the existing study {existing!r}."
+    return None
+
+
 def create_study(
     *, slug: str, name: str, overlap: int = 2, description: str = "", owner: User | None = None
 ) -> Study:
     """Create a study; its creator (if given) becomes its owner. Refuses an existing or invalid slug."""
-    if slugify(slug) != slug or not slug:
-        raise StudyError(f"Invalid study slug {slug!r}: use lowercase letters, digits and hyphens.")
     if overlap < 1:
         raise StudyError(f"--overlap must be at least 1 (got {overlap}).")
     if not name.strip():
         raise StudyError("A study needs a name.")
     with transaction.atomic():
-        if Study.objects.filter(slug=slug).exists():
-            raise StudyError(f"A study with the slug {slug!r} already exists.")
+        if problem := new_slug_problem(slug):
+            raise StudyError(problem)
         study = Study.objects.create(
             slug=slug, name=name.strip(), overlap=overlap, description=description, created_by=owner
         )

@@ -9,11 +9,14 @@ coefficients are equal to the one-at-a-time ones, not merely close (``tests/agre
 pins this against the code before issue 10). A value is a `Fraction`, or a `str` saying why it is
 undefined, worded as in `metrics`.
 
-Cost: O(items x categories) for the per-category coefficients and O(rating pairs) for the pairwise
-ones, instead of a Python loop over categories or annotator pairs with a pass over every item in each.
+Cost: O(ratings + categories) time and memory for the per-category coefficients of single labels
+(`Chosen` holds sparse counts: a dense items x categories table took 7 GB at 30,000 categories, issue
+18), and O(rating pairs) for the pairwise ones, instead of a Python loop over categories or annotator
+pairs with a pass over every item in each.
 """
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 
@@ -30,9 +33,12 @@ NO_SHARED_ITEM = "no item is rated by both annotators"
 __all__ = [
     "NO_PAIRABLE_UNIT",
     "NO_SHARED_ITEM",
+    "Chosen",
     "Value",
     "binary_alpha",
     "binary_cohen",
+    "binary_cohen_counts",
+    "binary_cohen_single",
     "binary_fleiss",
     "cohen_from_counts",
     "pairwise_cohen",
@@ -45,19 +51,47 @@ def _absent_or_present(name: str, t0: int) -> str:
     return f"not {name}" if t0 else name
 
 
-def _group_sums(chosen: IntArray, m: IntArray, r: int) -> tuple[IntArray, IntArray]:
-    """Over the items with ``m == r``: per category, the sum of ``chosen`` and of its square."""
-    weight = (m == r).astype(np.int64)
-    return weight @ chosen, np.einsum("i,ij,ij->j", weight, chosen, chosen)
+@dataclass(frozen=True, eq=False)
+class Chosen:
+    """Sparse item x category counts: ``count[j]`` of the ``m[unit[j]]`` ratings of item ``unit[j]``
+    chose category ``code[j]`` (one entry per item and category chosen at least once; ``q`` categories).
+
+    Sparse so that memory grows with the ratings, not with items x categories: a ratings file with
+    30,000 distinct categories over as many items made the dense table 7 GB (issue 18).
+    """
+
+    unit: IntArray
+    code: IntArray
+    count: IntArray
+    m: IntArray
+    q: int
+
+    @classmethod
+    def from_cells(cls, unit: IntArray, code: IntArray, m: IntArray, q: int) -> "Chosen":
+        """From one ``(unit, code)`` pair per choice, in any order and with repeats."""
+        width = max(q, 1)
+        keys, counts = np.unique(unit.astype(np.int64) * width + code, return_counts=True)
+        return cls(keys // width, keys % width, counts.astype(np.int64), m.astype(np.int64), q)
+
+    def group_sums(self, r: int) -> tuple[IntArray, IntArray]:
+        """Over the items with ``m == r``: per category, the sum of the counts and of their squares."""
+        keep = self.m[self.unit] == r
+        code, count = self.code[keep], self.count[keep].astype(np.float64)
+        # float64 sums of whole numbers far below 2**53 are exact.
+        first = np.bincount(code, weights=count, minlength=self.q)
+        second = np.bincount(code, weights=count * count, minlength=self.q)
+        return np.rint(first).astype(np.int64), np.rint(second).astype(np.int64)
 
 
-def binary_alpha(chosen: IntArray, m: IntArray, names: Sequence[str]) -> list[Value]:
+def binary_alpha(chosen: Chosen, names: Sequence[str]) -> list[Value]:
     """Nominal Krippendorff's alpha of each category as a present / absent variable.
 
-    ``chosen[u, k]`` of the ``m[u]`` ratings of item ``u`` chose category ``k`` (``names[k]``). Per
+    ``chosen`` counts, per item ``u`` and category ``k`` (``names[k]``), how many of the ``m[u]``
+    ratings of ``u`` chose ``k``. Per
     category, as `metrics._alpha`: n = sum of m over items with m >= 2; expected = n^2 - t0^2 - t1^2
     (t1 ratings chose it, t0 did not); observed = sum over m = r of sum_u 2 p (r - p) / (r - 1).
     """
+    m = chosen.m
     pairable = m >= 2
     if not pairable.any():
         return [NO_PAIRABLE_UNIT] * len(names)
@@ -66,7 +100,7 @@ def binary_alpha(chosen: IntArray, m: IntArray, names: Sequence[str]) -> list[Va
     ones = np.zeros(len(names), dtype=np.int64)
     disagreeing = {}
     for r in sizes:
-        first, second = _group_sums(chosen, m, r)
+        first, second = chosen.group_sums(r)
         ones += first
         # sum_u 2 p (r - p) = 2 (r sum p - sum p^2): the pairs of the item's ratings that differ.
         disagreeing[r] = 2 * (r * first - second)
@@ -84,9 +118,10 @@ def binary_alpha(chosen: IntArray, m: IntArray, names: Sequence[str]) -> list[Va
     return values
 
 
-def binary_fleiss(chosen: IntArray, m: IntArray, names: Sequence[str]) -> list[Value]:
+def binary_fleiss(chosen: Chosen, names: Sequence[str]) -> list[Value]:
     """Fleiss' kappa of each category as a present / absent variable (as `metrics._fleiss`): defined
     when every item with a rating has the same number r >= 2 of them."""
+    m = chosen.m
     rated = m >= 1
     sizes = np.unique(m[rated])
     if sizes.size == 0:
@@ -101,7 +136,7 @@ def binary_fleiss(chosen: IntArray, m: IntArray, names: Sequence[str]) -> list[V
     if r < 2:
         return ["every item has a single rating; Fleiss' kappa needs two or more on every item"] * len(names)
     nm = n_units * r
-    ones, squares = _group_sums(chosen, m, r)
+    ones, squares = chosen.group_sums(r)
     values: list[Value] = []
     for k, name in enumerate(names):
         t1 = int(ones[k])
@@ -143,11 +178,38 @@ def binary_cohen(a: BoolArray, b: BoolArray, names: Sequence[str]) -> list[Value
         return [NO_SHARED_ITEM] * len(names)
     sa, sb = a.sum(axis=0).astype(np.int64), b.sum(axis=0).astype(np.int64)
     agree = (a == b).sum(axis=0).astype(np.int64)
+    return binary_cohen_counts(n, sa, sb, agree, a[0], names)
+
+
+def binary_cohen_single(codes_a: IntArray, codes_b: IntArray, names: Sequence[str]) -> list[Value]:
+    """`binary_cohen` for single labels: ``codes_a[i]`` and ``codes_b[i]`` index ``names`` on the
+    ``i``-th item both rated. O(items + categories) memory, where the one-hot matrices of `binary_cohen`
+    would take items x categories."""
+    n, q = len(codes_a), len(names)
+    if n == 0:
+        return [NO_SHARED_ITEM] * q
+    sa, sb = np.bincount(codes_a, minlength=q), np.bincount(codes_b, minlength=q)
+    both = np.bincount(codes_a[codes_a == codes_b], minlength=q)
+    # Items where the two differ on "chose k": those where exactly one of them chose it.
+    agree = n - (sa + sb - 2 * both)
+    first_a = np.zeros(q, dtype=np.bool_)
+    first_a[codes_a[0]] = True
+    return binary_cohen_counts(
+        n, sa.astype(np.int64), sb.astype(np.int64), agree.astype(np.int64), first_a, names
+    )
+
+
+def binary_cohen_counts(
+    n: int, sa: IntArray, sb: IntArray, agree: IntArray, first_a: BoolArray, names: Sequence[str]
+) -> list[Value]:
+    """Cohen's kappa of each category from its counts on the ``n`` items both rated: ``sa[k]`` / ``sb[k]``
+    items where each chose it, ``agree[k]`` where both or neither did, ``first_a[k]`` whether the first
+    annotator chose it on the first such item (the constant value named when kappa is undefined)."""
     values: list[Value] = []
     for k, name in enumerate(names):
         x, y = int(sa[k]), int(sb[k])
         chance = (n - x) * (n - y) + x * y
-        constant = name if a[0, k] else f"not {name}"
+        constant = name if first_a[k] else f"not {name}"
         values.append(cohen_from_counts(n, int(agree[k]), chance, partial(str, constant))[1])
     return values
 

@@ -41,12 +41,19 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
 MISSING = -1
+MAX_BOOTSTRAP = 10_000
+"""The most bootstrap replicates the API and ``agreement --bootstrap`` accept."""
+MAX_MULTI_CELLS = 100_000_000
+"""A :class:`MultiRatingTable` holds one flag per (item, annotator, category): above this many (100 MB)
+it is refused rather than built (docs/agreement.md, "Limits")."""
 NO_CATEGORY = ""
 """The label of a multi-choice triple meaning "rated, chose no category"."""
 
 SetDistance = Literal["masi", "jaccard"]
 
 __all__ = [
+    "MAX_BOOTSTRAP",
+    "MAX_MULTI_CELLS",
     "MISSING",
     "NO_CATEGORY",
     "CategoryAgreement",
@@ -286,7 +293,8 @@ class MultiRatingTable:
         The triples of one (item, annotator) form its set; a label ``""`` (:data:`NO_CATEGORY`) marks
         the pair as rated, so on its own it gives the empty set (the CSV parser refuses mixing it with
         labels). Categories and annotators as in :meth:`RatingTable.from_triples` (undeclared label →
-        ``ValueError``).
+        ``ValueError``). More than :data:`MAX_MULTI_CELLS` items x annotators x categories →
+        ``ValueError`` naming the three numbers.
         """
         rows = list(triples)
         if categories is None:
@@ -313,6 +321,14 @@ class MultiRatingTable:
             rated_cells.add((i, j))
             if label != NO_CATEGORY:
                 chosen.append((i, j, category_index[label]))
+        cells = len(item_index) * len(annotator_index) * len(category_index)
+        if cells > MAX_MULTI_CELLS:
+            raise ValueError(
+                f"{len(item_index):,} items x {len(annotator_index):,} annotators x "
+                f"{len(category_index):,} categories is {cells:,} multi-choice cells, above the limit "
+                f"of {MAX_MULTI_CELLS:,}; split the ratings (by round or by dimension) or declare fewer "
+                "categories"
+            )
         rated = np.zeros((len(item_index), len(annotator_index)), dtype=np.bool_)
         present = np.zeros((*rated.shape, len(category_index)), dtype=np.bool_)
         if rated_cells:
@@ -613,31 +629,28 @@ def per_category(table: AnyTable) -> dict[str, CategoryAgreement]:
     Cohen's kappa (two annotators), Fleiss' kappa and nominal Krippendorff's alpha. All categories at
     once (`kernels`): the values `_cohen`, `_fleiss` and `_alpha` give for one category at a time."""
     n_categories = len(table.categories)
+    names = table.categories
+    # Sparse counts (kernels.Chosen): memory grows with the ratings, never with items x categories.
     if isinstance(table, RatingTable):
         rated = table.codes >= 0
-        items = np.nonzero(rated)[0].astype(np.int64)
-        flat = np.bincount(
-            items * n_categories + table.codes[rated], minlength=len(table.items) * n_categories
-        )
-        chosen = flat.reshape(len(table.items), n_categories).astype(np.int64)
+        units, columns = np.nonzero(rated)
+        codes = table.codes[units, columns]
     else:
         rated = table.rated
-        chosen = table.present.sum(axis=1, dtype=np.int64)
-    m = rated.sum(axis=1).astype(np.int64)
-    names = table.categories
+        units, _, codes = np.nonzero(table.present)
+    chosen = kernels.Chosen.from_cells(units, codes, rated.sum(axis=1), n_categories)
     if len(table.annotators) == 2:
         both = rated[:, 0] & rated[:, 1]
         if isinstance(table, RatingTable):
-            one_hot = np.eye(n_categories, dtype=np.bool_)
-            a, b = one_hot[table.codes[both, 0]], one_hot[table.codes[both, 1]]
+            values = kernels.binary_cohen_single(table.codes[both, 0], table.codes[both, 1], names)
         else:
-            a, b = table.present[both, 0], table.present[both, 1]
-        kappas = [_result(v) for v in kernels.binary_cohen(a, b, names)]
+            values = kernels.binary_cohen(table.present[both, 0], table.present[both, 1], names)
+        kappas = [_result(v) for v in values]
     else:
         reason = f"Cohen's kappa needs exactly two annotators, the table has {len(table.annotators)}"
         kappas = [Result.undefined(reason)] * n_categories
-    fleiss = kernels.binary_fleiss(chosen, m, names)
-    alpha = kernels.binary_alpha(chosen, m, names)
+    fleiss = kernels.binary_fleiss(chosen, names)
+    alpha = kernels.binary_alpha(chosen, names)
     return {
         name: CategoryAgreement(kappas[k], _result(fleiss[k]), _result(alpha[k]))
         for k, name in enumerate(names)
@@ -700,24 +713,34 @@ def jaccard_distance(a: Set[str], b: Set[str]) -> float:
 class _DeltaSums:
     """Accumulates weights per (|A & B|, |A|, |B|), which fix the distance, so that sum(weight * delta)
     stays exact: the weights are whole numbers, and so are their float64 sums (far below 2**53).
-    |A | B| and the relation are derived per distinct triple in `total`, not per pair of sets."""
+    |A | B| and the relation are derived per distinct triple in `total`, not per pair of sets.
+
+    Sparse (the triples seen, not all (K + 1)**3 of them): a dense array took 8 (K + 1)**3 bytes, a
+    gigabyte at 500 categories (issue 18)."""
 
     def __init__(self, n_categories: int) -> None:
         self.width = n_categories + 1
-        self.totals = np.zeros(self.width**3, dtype=np.float64)
+        self.keys: IntArray = np.zeros(0, dtype=np.int64)
+        self.weights: FloatArray = np.zeros(0, dtype=np.float64)
 
     def add(self, inter: IntArray, size_a: IntArray, size_b: IntArray, weight: npt.NDArray[Any]) -> None:
-        key = (inter * self.width + size_a) * self.width + size_b
-        self.totals += np.bincount(key.ravel(), weights=weight.ravel(), minlength=self.totals.size)
+        weight = np.asarray(weight, dtype=np.float64).ravel()
+        used = weight != 0
+        key = ((inter * self.width + size_a) * self.width + size_b).ravel()[used]
+        keys, inverse = np.unique(np.concatenate([self.keys, key]), return_inverse=True)
+        weights = np.concatenate([self.weights, weight[used]])
+        self.weights = np.bincount(inverse.ravel(), weights=weights, minlength=len(keys)).astype(np.float64)
+        self.keys = keys.astype(np.int64)
 
     def total(self, distance: SetDistance) -> Fraction:
-        keys = np.flatnonzero(self.totals)
+        used = self.weights != 0
+        keys = self.keys[used]
         rest, size_b = np.divmod(keys, self.width)
         inter, size_a = np.divmod(rest, self.width)
         union, relation = size_a + size_b - inter, _relation(inter, size_a, size_b)
         weights: dict[tuple[int, int, int], int] = {}
         for i, u, r, weight in zip(
-            inter.tolist(), union.tolist(), relation.tolist(), self.totals[keys].tolist(), strict=True
+            inter.tolist(), union.tolist(), relation.tolist(), self.weights[used].tolist(), strict=True
         ):
             weights[(i, u, r)] = weights.get((i, u, r), 0) + round(weight)
         return sum(

@@ -136,7 +136,7 @@ def parse_ratings(
         if multi:
             return MultiRatingTable.from_triples(triples, declared)
         return RatingTable.from_triples(triples, declared)
-    except ValueError as exc:  # the checks above make this unreachable; keep the contract anyway
+    except ValueError as exc:  # a multi-choice table above MAX_MULTI_CELLS; the rest is checked above
         raise RatingsFileError(str(exc)) from exc
 
 

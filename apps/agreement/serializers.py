@@ -8,9 +8,8 @@ from rest_framework import serializers
 
 from apps.core.jobs import display_status
 
+from .metrics import MAX_BOOTSTRAP
 from .models import AgreementSnapshot
-
-MAX_API_BOOTSTRAP = 10_000
 
 
 class SnapshotSerializer(serializers.ModelSerializer[AgreementSnapshot]):
@@ -58,7 +57,7 @@ class ComputeSerializer(serializers.Serializer[Any]):
     dimension = serializers.CharField(required=False, max_length=64)
     round = serializers.IntegerField(required=False, min_value=1)
     level = serializers.IntegerField(required=False, min_value=1, max_value=50)
-    bootstrap = serializers.IntegerField(required=False, min_value=1, max_value=MAX_API_BOOTSTRAP)
+    bootstrap = serializers.IntegerField(required=False, min_value=1, max_value=MAX_BOOTSTRAP)
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
 
 

@@ -51,6 +51,7 @@ from apps.core.jobs import (
     run_job,
 )
 from apps.core.models import JobStatus
+from apps.core.output import OutputError, copy_to_output
 from apps.corpus.models import Source
 from apps.taxonomy.index import CodebookIndex
 
@@ -186,13 +187,16 @@ def export_in_foreground(
     *,
     user: User | None = None,
     echo: Callable[[str], None] | None = None,
+    output: Path | None = None,
 ) -> ExportJob:
-    """The command-line path: record the job exactly as the browser would, then run it here."""
+    """The command-line path: record the job exactly as the browser would, then run it here. With
+    `output`, the finished file is also copied there (`core.output.copy_to_output`) as part of the job:
+    when that copy fails the job fails, with the one-line reason, and keeps no file."""
     job = create_export(study, options, user=user)
     claimed = claim_job(ExportJob, job.pk, task_id="foreground")
     if claimed is None:  # nobody else knows this fresh job's id
         raise RuntimeError(f"export job {job.pk} was claimed by someone else")
-    return run_export(claimed, echo=echo)
+    return run_export(claimed, echo=echo, output=output)
 
 
 def export_root() -> Path:
@@ -249,8 +253,14 @@ class Written:
     items: int
 
 
-def run_export(job: ExportJob, *, echo: Callable[[str], None] | None = None) -> ExportJob:
-    """Run export job `job` to its end: write the file (module docstring), record where and its checksum.
+def run_export(
+    job: ExportJob, *, echo: Callable[[str], None] | None = None, output: Path | None = None
+) -> ExportJob:
+    """Run export job `job` to its end: write the file (module docstring), record where and its checksum;
+    with `output`, copy it there too (`export_in_foreground`).
+
+    An `output` that cannot be written (permission, full disk, read-only file system) ends the job
+    *failed* with a one-line reason (an expected failure), and no temporary or final file is left.
 
     Rerunning a job (a Celery message redelivered after its worker died) writes a fresh file and
     replaces the old one: exports only read the database, so a rerun is safe.
@@ -273,7 +283,12 @@ def run_export(job: ExportJob, *, echo: Callable[[str], None] | None = None) -> 
             digest = sha256_of(temporary)
             size = temporary.stat().st_size
             os.replace(temporary, final)
+            if output is not None:
+                copy_to_output(final, output)
         except ExportOptionError as exc:
+            raise JobFailed(str(exc)) from exc
+        except OutputError as exc:
+            final.unlink(missing_ok=True)
             raise JobFailed(str(exc)) from exc
         finally:
             discard_scratch(job)

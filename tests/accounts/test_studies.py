@@ -139,3 +139,21 @@ def test_study_card_counts_every_member_not_only_the_viewer(
 ) -> None:
     response = login(client, annotator_a).get(reverse("accounts:study-list"))
     assert response.context["rows"][0]["study"].n_members == 3
+
+
+def test_a_slug_differing_only_in_case_from_an_existing_study_is_refused(db: None) -> None:
+    StudyFactory(slug="Tosem23")  # made before the rule (import_study accepted capitals)
+    with pytest.raises(StudyError, match="differs only in case from the existing study 'Tosem23'"):
+        create_study(slug="tosem23", name="Again")
+    assert Study.objects.filter(slug__iexact="tosem23").count() == 1
+
+
+def test_the_study_form_refuses_a_slug_differing_only_in_case(client: Client, outsider: User) -> None:
+    StudyFactory(slug="Tosem23")
+    response = login(client, outsider).post(
+        reverse("accounts:study-list"),
+        {"name": "Again", "slug": "tosem23", "overlap": 2, "consolidation_rule": "unanimous"},
+    )
+    assert response.status_code == 200
+    assert "differs only in case" in response.content.decode()
+    assert Study.objects.filter(slug__iexact="tosem23").count() == 1

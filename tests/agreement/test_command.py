@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tracemalloc
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,8 @@ def test_a_missing_file_exits_with_status_2(tmp_path: Path) -> None:
         (("--ratings", "x.csv", "--dimension", "kind"), "--dimension applies to a study"),
         (("--ratings", "x.csv", "--level", "1"), "--level applies to a study"),
         (("--ratings", "x.csv", "--seed", "1"), "--seed needs --bootstrap"),
-        (("--ratings", "x.csv", "--bootstrap", "0"), "positive number"),
+        (("--ratings", "x.csv", "--bootstrap", "0"), "--bootstrap: must be a positive whole number"),
+        (("--ratings", "x.csv", "--bootstrap", "10001"), "--bootstrap: at most 10,000 replicates"),
     ],
 )
 def test_options_of_the_wrong_form_are_refused(args: tuple[str, ...], message: str) -> None:
@@ -242,5 +244,25 @@ def test_unknown_studies_dimensions_and_rounds_list_the_valid_ones(labelled: Stu
         "ddp", "--dimension", "colour"
     )
     assert "unknown round 5; valid rounds: 1, 2" in bad_input("ddp", "--round", "5")
-    assert "level must be 1" in bad_input("ddp", "--level", "0")
+    assert "--level: must be a positive whole number, got '0'" in bad_input("ddp", "--level", "0")
     assert not AgreementSnapshot.objects.exists()
+
+
+def test_thousands_of_categories_need_memory_far_below_their_square(tmp_path: Path) -> None:
+    # Each item a category of its own for A, and mostly the same for B: 4,000 distinct categories.
+    n = 4_000
+    rows = [(f"i{k}", "A", f"c{k}") for k in range(n)] + [
+        (f"i{k}", "B", f"c{k if k % 3 else (k + 1) % n}") for k in range(n)
+    ]
+    table = parse_ratings(_ratings_file(tmp_path, rows), multi=False)
+    assert len(table.categories) == n
+    tracemalloc.start()
+    try:
+        report = agreement_report(table)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(report["per_category"]) == n
+    assert report["per_category"]["c2"]["cohen_kappa"] == 1.0  # both chose c2 on i2 only
+    # One byte per pair of categories is 16 MB; the counts the report needs grow with n, not n * n.
+    assert peak < n * n // 4, f"peak {peak:,} bytes"

@@ -631,3 +631,37 @@ def test_report_gives_a_reason_for_every_null_and_only_for_nulls() -> None:
     assert report["percent_agreement"] == 1.0
     assert report["gwet_ac1"] == 1.0
     assert set(report["undefined"]) == nulls
+
+
+def test_set_alpha_over_hundreds_of_categories_needs_memory_far_below_their_cube() -> None:
+    import tracemalloc
+
+    from apps.agreement.metrics import MultiRatingTable, agreement_report
+
+    k = 300  # a dense count per (|A & B|, |A|, |B|) took 8 * 301**3 bytes = 218 MB
+    triples = [(f"i{n}", "A", f"c{n}") for n in range(k)] + [
+        (f"i{n}", rater, f"c{(n + step) % k}") for n in range(k) for rater, step in (("A", 1), ("B", 0))
+    ]
+    table = MultiRatingTable.from_triples(triples)
+    tracemalloc.start()
+    try:
+        report = agreement_report(table)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report["krippendorff_alpha_masi"] is not None
+    assert peak < (k + 1) ** 3, f"peak {peak:,} bytes"  # an eighth of the dense counts alone
+
+
+def test_a_multi_choice_table_above_the_documented_size_is_refused_with_its_numbers() -> None:
+    from apps.agreement.metrics import MAX_MULTI_CELLS, MultiRatingTable
+
+    categories = [f"c{k}" for k in range(5_000)]
+    items = MAX_MULTI_CELLS // (2 * len(categories)) + 1
+    triples = [(f"i{n}", rater, "c0") for n in range(items) for rater in "AB"]
+    with pytest.raises(ValueError) as refused:
+        MultiRatingTable.from_triples(triples, categories)
+    assert str(refused.value).startswith(
+        f"{items:,} items x 2 annotators x 5,000 categories is {items * 2 * 5_000:,} multi-choice cells, "
+        "above the limit of 100,000,000"
+    )

@@ -46,7 +46,10 @@ def test_sample_draws_and_records_and_a_rerun_changes_nothing(
     [
         (["nope", "--round", "1", "--size", "2", "--seed", "1"], "No study with the slug 'nope'"),
         (["ddp", "--round", "1", "--size", "50", "--seed", "1"], "Cannot draw 50 items: only 12"),
-        (["ddp", "--round", "0", "--size", "2", "--seed", "1"], "Round numbers start at 1"),
+        (
+            ["ddp", "--round", "0", "--size", "2", "--seed", "1"],
+            "--round: must be a positive whole number, got '0'",
+        ),
         (
             ["ddp", "--round", "1", "--size", "2", "--seed", "1", "--stratify", "x y"],
             "Cannot stratify by 'x y'",

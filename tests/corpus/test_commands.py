@@ -296,7 +296,7 @@ def test_import_github_waits_out_a_rate_limit_and_shows_the_wait(study: Study, n
     ("args", "message"),
     [
         (["--query", "is:issue", "--state", "closed"], "go with --repo"),
-        (["--repo", "a/b", "--limit", "0"], "at least 1"),
+        (["--repo", "a/b", "--limit", "0"], "--limit: must be a positive whole number, got '0'"),
         (["--repo", "a/b", "--since", "yesterday"], "ISO date"),
         (["--repo", "a/b", "--preset", "tosem23-github-keras", "--keyword", "gpu"], "not both"),
     ],

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import shutil
+import socket
+import stat
 import zipfile
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -16,6 +22,7 @@ from apps.accounts.models import Study
 from apps.core.models import JobStatus
 from apps.export import services
 from apps.export.models import ExportJob
+from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -53,11 +60,14 @@ def test_filters_and_raw_labels_reach_the_file(labelled: Study, tmp_path: Path) 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--format", "xml"], "unknown format 'xml'; valid formats: csv, json, jsonl, xlsx, zip"),
+        (
+            ["--format", "xml"],
+            "--format: invalid choice: 'xml' (choose from 'csv', 'json', 'jsonl', 'xlsx', 'zip')",
+        ),
         (["--format", "csv", "--provenance", "x"], "valid provenances: unanimous, majority, adjudicated"),
         (["--format", "csv", "--source", "gitlab"], "valid sources: github, stackoverflow"),
         (["--format", "csv", "--round", "7"], "unknown round 7; valid rounds: 1, 2"),
-        (["--format", "csv", "--round", "two"], "--round must be a whole number, got 'two'"),
+        (["--format", "csv", "--round", "two"], "--round: must be a positive whole number, got 'two'"),
         (["--format", "csv", "--level", "9"], "level 9 is out of range; valid levels: 1, 2"),
         (["--format", "zip", "--source", "github"], "holds the whole study"),
     ],
@@ -102,3 +112,119 @@ def test_import_study_refuses_a_tampered_package_and_writes_nothing(labelled: St
     assert "dataset.json: checksum mismatch" in str(error.value)
     assert "nothing was written" in str(error.value)
     assert Study.objects.count() == studies
+
+
+@pytest.mark.parametrize(
+    ("slug", "message"),
+    [
+        ("DDP-Copy", "Invalid study slug 'DDP-Copy'"),
+        ("ddp-", "Invalid study slug 'ddp-'"),
+        ("ddp copy", "Invalid study slug 'ddp copy'"),
+        ("d" * 65, "at most 64 characters"),
+        ("legacy", "differs only in case from the existing study 'Legacy'"),
+    ],
+)
+def test_import_study_refuses_a_slug_create_study_would_refuse_or_one_differing_only_in_case(
+    labelled: Study, tmp_path: Path, slug: str, message: str
+) -> None:
+    StudyFactory(slug="Legacy")  # made before the rule (import_study accepted capitals)
+    package = tmp_path / "ddp.zip"
+    run("export_dataset", "ddp", "--format", "zip", "--output", str(package))
+    with pytest.raises(CommandError) as refused:
+        run("create_study", slug, "--name", "Copy")
+    assert message in str(refused.value)
+    with pytest.raises(CommandError) as error:
+        run("import_study", slug, str(package))
+    assert message in str(error.value)
+    assert sorted(Study.objects.values_list("slug", flat=True)) == ["Legacy", "ddp"]
+
+
+def _special(kind: str, path: Path, tmp_path: Path) -> str:
+    """Make `path` a file that is not a regular file; return how the refusal names it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "is a FIFO"
+    if kind == "symlink":
+        target = tmp_path / "elsewhere.csv"
+        target.write_text("someone else's file")
+        path.symlink_to(target)
+        return "is a symbolic link"
+    if kind == "symlink to /dev/full":
+        path.symlink_to("/dev/full")
+        return "is a symbolic link"
+    try:  # a device node like /dev/full (needs root, as the report had it), else a socket
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+        return "is a character device"
+    except PermissionError:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(path))
+        return "is a socket"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "symlink to /dev/full", "device"])
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(
+    labelled: Study, tmp_path: Path, kind: str
+) -> None:
+    output = tmp_path / "dataset.csv"
+    named = _special(kind, output, tmp_path)
+    before = os.lstat(output)
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    assert str(error.value) == f"--output {output} {named}; give the path of a regular file or a new one"
+    after = os.lstat(output)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    if kind == "symlink":
+        assert (tmp_path / "elsewhere.csv").read_text() == "someone else's file"
+    assert not list(tmp_path.glob(".*.part"))
+    assert not ExportJob.objects.exists()
+
+
+def test_a_full_disk_fails_the_job_in_one_line_and_leaves_the_old_file_and_no_partial_one(
+    labelled: Study, tmp_path: Path, export_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "dataset.csv"
+    output.write_text("yesterday's export")
+
+    def disk_full(source: Any, target: Any, *args: Any) -> None:
+        target.write(source.read(100))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(shutil, "copyfileobj", disk_full)
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    job = ExportJob.objects.get()
+    assert (
+        str(error.value)
+        == f"Export #{job.pk} failed: --output {output}: cannot write: No space left on device"
+    )
+    assert job.status == JobStatus.FAILED and "No space left on device" in job.error
+    assert not services.is_downloadable(job)
+    assert output.read_text() == "yesterday's export"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != export_root.name) == ["dataset.csv"]
+    assert not [p for p in export_root.rglob("*") if p.is_file()]
+
+
+def test_a_directory_nobody_may_write_fails_the_job_in_one_line(labelled: Study) -> None:
+    output = Path("/sys/taxonomist-dataset.csv")  # sysfs refuses new files, even to root
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    job = ExportJob.objects.get()
+    assert str(error.value) == f"Export #{job.pk} failed: --output {output}: cannot write: Permission denied"
+    assert job.status == JobStatus.FAILED
+    assert not output.exists()
+
+
+def test_a_full_disk_under_the_export_root_is_one_line_and_a_failed_job(
+    labelled: Study, tmp_path: Path, export_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(path: Path) -> str:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(services, "sha256_of", disk_full)
+    output = tmp_path / "dataset.csv"
+    with pytest.raises(CommandError) as error:
+        run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+    assert str(error.value) == "Export failed: cannot write the export file: No space left on device"
+    assert ExportJob.objects.get().status == JobStatus.FAILED
+    assert not output.exists()
+    assert not [p for p in export_root.rglob("*") if p.is_file()]

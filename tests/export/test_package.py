@@ -231,13 +231,13 @@ def test_labels_whose_path_disagrees_with_the_codebook_are_refused(labelled: Stu
 
 def test_an_existing_slug_and_a_file_that_is_no_package_are_refused(labelled: Study, tmp_path: Path) -> None:
     original = package(labelled, tmp_path / "p.zip")
-    with pytest.raises(PackageError, match="a study 'ddp' already exists"):
+    with pytest.raises(PackageError, match="A study with the slug 'ddp' already exists"):
         import_study("ddp", original)
     not_zip = tmp_path / "notes.zip"
     not_zip.write_text("hello")
     with pytest.raises(PackageError, match="not a zip file"):
         import_study("ddp-copy", not_zip)
-    with pytest.raises(PackageError, match="not a valid slug"):
+    with pytest.raises(PackageError, match="Invalid study slug"):
         import_study("no spaces", original)
 
 

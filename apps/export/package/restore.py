@@ -38,11 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_slug
 from django.db import transaction
 
 from apps.accounts.models import Membership, Study, User
+from apps.accounts.services import new_slug_problem
 from apps.taxonomy.models import Dimension
 
 from .codebook_check import check_codebook
@@ -102,14 +101,8 @@ def import_study(
     say = echo or (lambda message: None)
     path = Path(package)
     problems = Problems()
-    try:
-        validate_slug(slug)
-    except ValidationError:
-        problems.add("STUDY", f"{slug!r} is not a valid slug (letters, digits, hyphens, underscores)")
-    if len(slug) > 64:
-        problems.add("STUDY", f"{slug!r} is longer than 64 characters")
-    if Study.objects.filter(slug=slug).exists():
-        problems.add("STUDY", f"a study {slug!r} already exists: import_study creates a new study")
+    if slug_problem := new_slug_problem(slug):  # the rule create_study applies
+        problems.add("STUDY", slug_problem)
     problems.raise_if_any()
     with open_package(path) as archive:
         say("Checking checksums…")
@@ -130,6 +123,8 @@ def import_study(
         problems.raise_if_any()
         assert book is not None
         with transaction.atomic():
+            if slug_problem := new_slug_problem(slug):  # taken while the package was being checked
+                raise PackageError([f"STUDY: {slug_problem}"])
             user_map, placeholders = users_for(users)
             study = Study.objects.create(
                 slug=slug,

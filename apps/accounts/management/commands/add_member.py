@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.models import Role
 from apps.accounts.services import StudyError, UnknownUser, set_member_role
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 
 

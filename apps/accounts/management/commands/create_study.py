@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.services import StudyError, create_study
+from apps.core.cli import BaseCommand, positive_int
 
 
 class Command(BaseCommand):
@@ -13,7 +14,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--name", required=True)
-        parser.add_argument("--overlap", type=int, default=2, help="Annotators per item (k), default 2.")
+        parser.add_argument(
+            "--overlap", type=positive_int, default=2, help="Annotators per item (k), default 2."
+        )
         parser.add_argument("--description", default="")
 
     def handle(self, *args: Any, **opts: Any) -> None:

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.adjudication.services import import_decisions
 from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.services import ImportLabelsError, import_annotations
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
 from apps.accounts.models import Membership, Role, Study, User
@@ -18,6 +18,7 @@ from apps.accounts.services import add_member
 from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.models import Round
 from apps.annotation.services import add_items_to_round, assign_round, import_annotations
+from apps.core.cli import BaseCommand
 from apps.corpus.models import ImportKind, Item
 from apps.corpus.parsing import detect_format, iter_records
 from apps.corpus.records import canonical_url

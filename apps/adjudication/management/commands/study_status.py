@@ -3,9 +3,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from apps.adjudication.status import study_status
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 
 

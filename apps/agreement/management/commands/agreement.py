@@ -15,11 +15,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from apps.agreement.metrics import agreement_report
+from apps.agreement.metrics import MAX_BOOTSTRAP, agreement_report
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
+from apps.core.cli import BaseCommand, positive_int, whole_number
 from apps.core.commands import get_study
 
 BAD_INPUT = 2
@@ -54,19 +55,29 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dimension", metavar="KEY", help="one dimension (default: all, keyed by dimension)"
         )
-        parser.add_argument("--round", type=int, metavar="N", help="one round (default: all rounds together)")
-        parser.add_argument("--level", type=int, metavar="DEPTH", help="compare at this tree depth (1 = top)")
         parser.add_argument(
-            "--bootstrap", type=int, metavar="B", help="bootstrap replicates for alpha's 95%% CI"
+            "--round", type=positive_int, metavar="N", help="one round (default: all rounds together)"
         )
-        parser.add_argument("--seed", type=int, metavar="S", help="random seed of the bootstrap")
+        parser.add_argument(
+            "--level", type=positive_int, metavar="DEPTH", help="compare at this tree depth (1 = top)"
+        )
+        parser.add_argument(
+            "--bootstrap",
+            type=whole_number(minimum=1, maximum=MAX_BOOTSTRAP, unit="replicates"),
+            metavar="B",
+            help=f"bootstrap replicates for alpha's 95%% CI (at most {MAX_BOOTSTRAP:,}, as in the API)",
+        )
+        parser.add_argument(
+            "--seed",
+            type=whole_number(minimum=0, maximum=2**32 - 1),
+            metavar="S",
+            help="random seed of the bootstrap",
+        )
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if (opts["study"] is None) == (opts["ratings"] is None):
             raise _fail("give either a study slug or --ratings FILE.csv (not both, not neither)")
-        if opts["bootstrap"] is not None and opts["bootstrap"] < 1:
-            raise _fail(f"--bootstrap must be a positive number of replicates, got {opts['bootstrap']}")
         if opts["seed"] is not None and opts["bootstrap"] is None:
             raise _fail("--seed needs --bootstrap B")
         if opts["ratings"] is not None:

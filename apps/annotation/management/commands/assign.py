@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.annotation.services import RoundError, assign_round
+from apps.core.cli import BaseCommand, positive_int
 from apps.core.commands import get_study
 
 
@@ -19,11 +20,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("--round", dest="number", type=int, required=True, metavar="N")
+        parser.add_argument("--round", dest="number", type=positive_int, required=True, metavar="N")
         parser.add_argument(
             "--annotators", required=True, metavar="a,b,c", help="Usernames, comma-separated."
         )
-        parser.add_argument("--overlap", type=int, default=None, metavar="K")
+        parser.add_argument("--overlap", type=positive_int, default=None, metavar="K")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])

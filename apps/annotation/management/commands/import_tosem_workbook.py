@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.annotation.label_file import LabelFileError, group_labels, report
 from apps.annotation.services import ImportLabelsError, RoundError, import_annotations, study_members
@@ -24,6 +24,7 @@ from apps.annotation.tosem_workbook import (
     read_reliability_workbook,
     tosem_synonyms,
 )
+from apps.core.cli import BaseCommand, positive_int
 from apps.core.commands import get_study
 from apps.taxonomy.index import CodebookIndex
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", metavar="STUDY")
         parser.add_argument("file", metavar="FILE.xlsx")
-        parser.add_argument("--round", dest="number", type=int, required=True, metavar="N")
+        parser.add_argument("--round", dest="number", type=positive_int, required=True, metavar="N")
         parser.add_argument(
             "--annotators",
             default="annotator1,annotator2",
@@ -55,8 +56,6 @@ class Command(BaseCommand):
         path = Path(opts["file"])
         if not path.is_file():
             raise CommandError(f"{path}: no such file.")
-        if opts["number"] < 1:
-            raise CommandError(f"--round must be 1 or more (got {opts['number']}).")
         names = [n.strip() for n in opts["annotators"].split(",")]
         if len(names) != 2 or not all(names):
             raise CommandError(

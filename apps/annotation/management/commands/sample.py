@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.annotation.services import RoundError, draw_round
+from apps.core.cli import BaseCommand, positive_int, whole_number
 from apps.core.commands import get_study
 
 
@@ -19,9 +20,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("--round", dest="number", type=int, required=True, metavar="N")
-        parser.add_argument("--size", type=int, required=True, metavar="K")
-        parser.add_argument("--seed", type=int, required=True, metavar="S")
+        parser.add_argument("--round", dest="number", type=positive_int, required=True, metavar="N")
+        parser.add_argument("--size", type=positive_int, required=True, metavar="K")
+        parser.add_argument("--seed", type=whole_number(), required=True, metavar="S")
         parser.add_argument(
             "--stratify", default="", metavar="FIELD", help="source, tag, or a metadata key (e.g. framework)."
         )

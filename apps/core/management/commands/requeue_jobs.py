@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand, non_negative_number
 from apps.core.jobs import check_registered, job_kinds, requeue_stalled
 
 
@@ -25,12 +26,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--older-than", type=float, default=None, metavar="SECONDS")
+        parser.add_argument("--older-than", type=non_negative_number, default=None, metavar="SECONDS")
 
     def handle(self, *args: Any, **options: Any) -> None:
         seconds = options["older_than"]
-        if seconds is not None and seconds < 0:
-            raise CommandError(f"--older-than must be zero or more seconds, got {seconds}")
         older_than = None if seconds is None else timedelta(seconds=seconds)
         check_registered()
         waiting = 0

@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.models import Study
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob
-from apps.corpus.records import parse_timestamp
 from apps.corpus.screening import PRESETS
 from apps.corpus.services import import_in_foreground, screening_rules, summarize
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise CommandError(f"--limit must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise CommandError(f"--limit must be at least 1, got {value}")
-    return value
-
-
-def iso_date(text: str) -> str:
-    try:
-        moment: datetime = parse_timestamp(text)
-    except ValueError:
-        raise CommandError(f"--since must be an ISO date such as 2021-06-01, got {text!r}") from None
-    return moment.isoformat()
 
 
 def add_screening_arguments(parser: CommandParser, *, tags: bool = False) -> None:

@@ -5,9 +5,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import http_url, iso_datetime, positive_int
 from apps.corpus.models import ImportKind
 
-from ._importing import ImportCommand, add_screening_arguments, existing_file, iso_date, positive_int
+from ._importing import ImportCommand, add_screening_arguments, existing_file
 
 
 class Command(ImportCommand):
@@ -43,7 +44,7 @@ class Command(ImportCommand):
             help="Skip issues with this label (* wildcards).",
         )
         parser.add_argument(
-            "--since", type=iso_date, default=None, metavar="ISO-DATE", help="With --repo: updated since."
+            "--since", type=iso_datetime, default=None, metavar="ISO-DATE", help="With --repo: updated since."
         )
         add_screening_arguments(parser)
         parser.add_argument("--no-comments", action="store_true", help="Do not fetch comments.")
@@ -53,6 +54,7 @@ class Command(ImportCommand):
         parser.add_argument(
             "--api-url",
             default="https://api.github.com",
+            type=http_url,
             metavar="URL",
             help="API root (Enterprise, replay).",
         )
@@ -70,7 +72,7 @@ class Command(ImportCommand):
             "state": opts["state"] or ("all" if opts["repo"] else ""),
             "labels": opts["label"],
             "exclude_labels": opts["exclude_label"],
-            "since": opts["since"] or "",
+            "since": opts["since"].isoformat() if opts["since"] else "",
             "query": opts["query"] or "",
             "keywords": opts["keyword"],
             "preset": opts["preset"],

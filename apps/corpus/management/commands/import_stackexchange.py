@@ -4,9 +4,10 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
+from apps.core.cli import http_url, positive_int
 from apps.corpus.models import ImportKind
 
-from ._importing import ImportCommand, add_screening_arguments, positive_int
+from ._importing import ImportCommand, add_screening_arguments
 
 
 class Command(ImportCommand):
@@ -43,7 +44,11 @@ class Command(ImportCommand):
             "--limit", type=positive_int, default=None, metavar="N", help="Import at most N questions."
         )
         parser.add_argument(
-            "--api-url", default="https://api.stackexchange.com/2.3", metavar="URL", help="API root."
+            "--api-url",
+            default="https://api.stackexchange.com/2.3",
+            type=http_url,
+            metavar="URL",
+            help="API root.",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand
 from apps.export.package import PackageError, import_study
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 from apps.taxonomy.loading import EXPORT_FORMATS, export_codebook
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
 from apps.taxonomy.codebook_spec import CodebookError
 from apps.taxonomy.loading import load_codebook_file
