@@ -11,10 +11,11 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
+.PHONY: help install run reset-demo test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
 
 help:
 	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
+	@echo "make reset-demo  the demo study afresh (drops every change made in it)"
 	@echo "make test   install and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   ruff, ruff format --check, mypy, migrations check"
 	@echo "make e2e    the whole study in Chromium (installs Debian's chromium if missing)"
@@ -39,7 +40,8 @@ demo: migrate
 	$(BIN)/python manage.py load_demo
 
 # The embedded default: SQLite and Celery's filesystem broker, so no server is needed.
-# The worker runs beside the web process and stops with it.
+# load_demo loads the demo once and then keeps what the team did in it; make reset-demo starts it afresh.
+# The worker runs beside the web process and stops with it (Ctrl+C stops both, quietly).
 run: demo
 	@echo ""
 	@echo "  Taxonomist demo: http://127.0.0.1:$(PORT)/"
@@ -48,9 +50,11 @@ run: demo
 	@echo "    annotator1  annotator"
 	@echo "    annotator2  annotator"
 	@echo ""
-	@trap 'kill 0' EXIT INT TERM; \
-	$(BIN)/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo & \
-	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+	@BIN=$(BIN) PORT=$(PORT) scripts/serve_demo.sh
+
+# The demo afresh: every change made in the study tosem23 is dropped (make run keeps them).
+reset-demo: migrate
+	$(BIN)/python manage.py reset_demo
 
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO
