@@ -11,11 +11,12 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
+.PHONY: help install run reset-demo test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
 
 help:
 	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
-	@echo "make test   install and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
+	@echo "make reset-demo  the demo study afresh (drops every change made in it)"
+	@echo "make test   install (Chromium too) and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   ruff, ruff format --check, mypy, migrations check"
 	@echo "make e2e    the whole study in Chromium (installs Debian's chromium if missing)"
 	@echo "make bench  benchmarks on PostgreSQL (DATABASE_URL), figures for docs/performance.md"
@@ -39,7 +40,8 @@ demo: migrate
 	$(BIN)/python manage.py load_demo
 
 # The embedded default: SQLite and Celery's filesystem broker, so no server is needed.
-# The worker runs beside the web process and stops with it.
+# load_demo loads the demo once and then keeps what the team did in it; make reset-demo starts it afresh.
+# The worker runs beside the web process and stops with it (Ctrl+C stops both, quietly).
 run: demo
 	@echo ""
 	@echo "  Taxonomist demo: http://127.0.0.1:$(PORT)/"
@@ -48,16 +50,19 @@ run: demo
 	@echo "    annotator1  annotator"
 	@echo "    annotator2  annotator"
 	@echo ""
-	@trap 'kill 0' EXIT INT TERM; \
-	$(BIN)/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo & \
-	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+	@BIN=$(BIN) PORT=$(PORT) scripts/serve_demo.sh
+
+# The demo afresh: every change made in the study tosem23 is dropped (make run keeps them).
+reset-demo: migrate
+	$(BIN)/python manage.py reset_demo
 
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO
 
 # tests/reliability kill PostgreSQL backends and worker processes on purpose: they run in a pytest
 # process of their own, so no other test inherits a connection they closed.
-test: install
+# The browser tests need Chromium: the chromium rule installs it first (or stops, saying how).
+test: install chromium
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(BIN)/pytest -q -rs tests/reliability $(PYTEST_ARGS)
 
@@ -71,12 +76,16 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Browser tests use Debian's Chromium through Playwright, never a downloaded browser build.
+# Browser tests use Debian's Chromium through Playwright, never a downloaded browser build: CHROMIUM=...
+# names another executable (tests/browser.py reads the same variable).
 chromium:
-	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
+	@if [ -n "$${CHROMIUM:-}" ]; then test -x "$$CHROMIUM" || { echo "CHROMIUM=$$CHROMIUM is not an executable" >&2; exit 1; }; \
+	elif ! command -v chromium >/dev/null 2>&1 && ! test -x /usr/bin/chromium; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else echo "Install Chromium first (Debian: sudo apt-get install -y chromium)" >&2; exit 1; fi; }
+	    echo "Installing Chromium from Debian (for the browser tests)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "The browser tests need Chromium: sudo apt-get install -y chromium (Debian), or CHROMIUM=/path/to/chromium" >&2; exit 1; fi; \
+	fi
 
 e2e: install chromium
 	$(BIN)/pytest tests/e2e -q

@@ -1,18 +1,23 @@
 """The one way our browser tests start Chromium: headless, through Playwright's sync API.
 
-Use it from a test module or an app's conftest.py::
+``browser`` is a fixture of tests/conftest.py, so every test can ask for it (mark the test ``browser``)::
 
-    from tests.browser import browser  # noqa: F401  (a pytest fixture)
+    from tests.browser import watched_page
+
+    pytestmark = pytest.mark.browser
 
     def test_something(live_server, browser):
         page = watched_page(browser)
         ...
         assert page.problems == []
 
-``browser`` skips the test, saying why and how to fix it, when Chromium is not at ``CHROMIUM``
-(``/usr/bin/chromium`` unless the ``CHROMIUM`` environment variable says otherwise; Debian: ``apt-get
-install -y chromium``, or ``make e2e`` which installs it). ``watched_page`` collects every script error and
-every console error (a CSP violation is one) in ``page.problems``, so a test can assert the pages ran clean.
+Chromium is Debian's, at ``CHROMIUM`` (the ``CHROMIUM`` environment variable, else ``chromium`` on the
+PATH, else ``/usr/bin/chromium``), never a browser build Playwright downloads. ``make test`` and ``make e2e``
+install it when it is missing (``make chromium``). When it is missing all the same, the run stops before
+its first test with one message saying how to install it (``tests/conftest.py`` calls ``missing_browser``
+once the tests are collected): a browser test is never skipped, nor failed one by one, for it.
+``watched_page`` collects every script error and every console error (a CSP violation is one) in
+``page.problems``, so a test can assert the pages ran clean.
 
 Playwright's sync API keeps an event loop running in the test's thread; Django refuses ORM calls from a
 thread with a running loop unless ``DJANGO_ALLOW_ASYNC_UNSAFE`` is set. The fixture sets it for the test:
@@ -21,26 +26,43 @@ the test's ORM calls are still plain synchronous code, and the live server answe
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path(os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu"]
 LAPTOP = {"width": 1366, "height": 768}  # the smallest screen a research team is expected to use
+
+
+def missing_browser() -> str | None:
+    """What the browser tests lack to run here, in a sentence saying how to get it; None if nothing."""
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        return (
+            f"Chromium is not installed at {CHROMIUM}, and the browser tests need it. Install it with "
+            "`make chromium` (as root; elsewhere `sudo apt-get install -y chromium`), or set CHROMIUM to "
+            "a Chromium executable, or leave the browser tests out with -m 'not browser'."
+        )
+    if importlib.util.find_spec("playwright") is None:
+        return (
+            "Playwright is not installed, and the browser tests need it: make install (pip install -e .[dev])"
+        )
+    return None
 
 
 @pytest.fixture
 def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A headless Chromium (a ``playwright.sync_api.Browser``), closed after the test."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM}: apt-get install -y chromium (or make e2e)")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])"
-    )
+    problem = missing_browser()
+    if problem is not None:  # the run stops before this in tests/conftest.py; a test run otherwise fails
+        pytest.fail(problem, pytrace=False)
+    from playwright import sync_api
+
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_api.sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)

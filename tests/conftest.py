@@ -1,4 +1,5 @@
-"""The fixed cast of every test: two annotators, a lead, an owner and an outsider, in one study."""
+"""The fixed cast of every test: two annotators, a lead, an owner and an outsider, in one study; the one
+Chromium fixture (`browser`), and the check that stops a run whose browser tests could not run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 from django.test import Client
 
 from apps.accounts.models import Role, Study, User
+from tests.browser import browser, missing_browser  # noqa: F401  (browser: the one Chromium fixture)
 from tests.factories import MembershipFactory, StudyFactory, UserFactory
 
 
@@ -54,3 +56,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for conn in connections.all(initialized_only=True):
         if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
             conn.close()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with browser tests on a machine without Chromium (or Playwright) stops here, before its first
+    test, with one message saying how to install it: never a skip or a failure per test."""
+    wanted = [
+        item
+        for item in session.items
+        if item.get_closest_marker("browser") or "browser" in getattr(item, "fixturenames", ())
+    ]
+    if not wanted:
+        return
+    problem = missing_browser()
+    if problem is not None:
+        pytest.exit(
+            f"{len(wanted)} browser test(s) selected. {problem}", returncode=pytest.ExitCode.USAGE_ERROR
+        )

@@ -11,7 +11,7 @@ urlpatterns = [
         limit_login_attempts(auth_views.LoginView.as_view(template_name="accounts/login.html")),
         name="login",
     ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", views.LogoutView.as_view(), name="logout"),
     path("", views.study_list, name="study-list"),
     path("profile/", views.profile, name="profile"),
     path("profile/tokens/<int:pk>/revoke/", views.revoke_token, name="revoke-token"),

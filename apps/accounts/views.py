@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, OuterRef, Q, Subquery
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,6 +21,18 @@ from . import services
 from .forms import AddMemberForm, StudyForm, TokenForm
 from .models import ApiToken, Membership, Study, User
 from .permissions import access_study
+
+
+class LogoutView(auth_views.LogoutView):
+    """POST logs out (Django's view, with CSRF). GET, a typed or followed /logout/, shows a page asking to
+    confirm with that POST form instead of a blank 405; with nobody logged in it goes to the login page."""
+
+    http_method_names = ["get", "post", "options"]
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect(settings.LOGIN_URL)
+        return render(request, "accounts/logout.html")
 
 
 @login_required

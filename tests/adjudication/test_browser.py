@@ -3,7 +3,6 @@ an annotator's value, Ctrl+Enter to save. Also checks the pages run under the CS
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -17,64 +16,55 @@ from apps.corpus.models import Item
 from apps.taxonomy.models import Category
 from tests.adjudication.conftest import CRASH, HANG, submit
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install -y chromium)"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 MakeItem = Callable[..., Item]
 
 
-def drive(base_url: str, session: str, item_id: int) -> list[str]:
-    """The lead's clicks and keys. No ORM call in here: Playwright's sync API runs an event loop in this
-    thread, and the database is checked once the browser is closed. Returns console errors."""
-    from playwright.sync_api import expect, sync_playwright
+def drive(browser: Any, base_url: str, session: str, item_id: int) -> list[str]:
+    """The lead's clicks and keys in `browser` (the shared fixture). No ORM call in here: the database
+    is checked once the lead is done. Returns console errors."""
+    from playwright.sync_api import expect
 
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-        context = browser.new_context(base_url=base_url)
-        context.add_cookies([{"name": "sessionid", "value": session, "url": base_url}])
-        page = context.new_page()
-        # the refused save answers 422 on purpose; Chromium logs every 4xx as a console error
-        expected = "the server responded with a status of 422"
-        page.on(
-            "console",
-            lambda m: problems.append(m.text) if m.type == "error" and expected not in m.text else None,
-        )
-        page.on("pageerror", lambda e: problems.append(str(e)))
+    context = browser.new_context(base_url=base_url)
+    context.add_cookies([{"name": "sessionid", "value": session, "url": base_url}])
+    page = context.new_page()
+    # the refused save answers 422 on purpose; Chromium logs every 4xx as a console error
+    expected = "the server responded with a status of 422"
+    page.on(
+        "console",
+        lambda m: problems.append(m.text) if m.type == "error" and expected not in m.text else None,
+    )
+    page.on("pageerror", lambda e: problems.append(str(e)))
 
-        page.goto("/studies/ddp/disagreements/")
-        expect(page.get_by_text("NCCL watchdog timeout")).to_be_visible()
-        page.keyboard.press("j")
-        page.keyboard.press("Enter")
-        page.wait_for_url(f"**/studies/ddp/disagreements/{item_id}/")
-        expect(page.get_by_text("It froze first.")).to_be_visible()
-        expect(page.get_by_text("Nothing happens, forever.")).to_be_visible()  # a definition in conflict
+    page.goto("/studies/ddp/disagreements/")
+    expect(page.get_by_text("NCCL watchdog timeout")).to_be_visible()
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/studies/ddp/disagreements/{item_id}/")
+    expect(page.get_by_text("It froze first.")).to_be_visible()
+    expect(page.get_by_text("Nothing happens, forever.")).to_be_visible()  # a definition in conflict
 
-        # a value nobody chose, saved without a rationale: refused (422), the form swapped in with the reason
-        symptom = page.get_by_test_id("decide-1-symptom")
-        symptom.select_option("wrong-output")
-        symptom.press("Control+Enter")
-        expect(page.get_by_test_id("refusal")).to_contain_text("write a rationale")
+    # a value nobody chose, saved without a rationale: refused (422), the form swapped in with the reason
+    symptom = page.get_by_test_id("decide-1-symptom")
+    symptom.select_option("wrong-output")
+    symptom.press("Control+Enter")
+    expect(page.get_by_test_id("refusal")).to_contain_text("write a rationale")
 
-        # take bob's symptom (annotator 2, finding 1): htmx swaps the form in with "hang" selected
-        page.locator('button[value="take:1:0:symptom"]').click()
-        expect(page.get_by_test_id("decide-1-symptom")).to_have_value("hang")
-        page.get_by_label("Rationale").fill("The hang came before the abort.")
-        page.get_by_label("Rationale").press("Control+Enter")
-        page.wait_for_url("**/studies/ddp/disagreements/")
-        expect(page.get_by_text("Decision saved")).to_be_visible()
-        context.close()
-        browser.close()
+    # take bob's symptom (annotator 2, finding 1): htmx swaps the form in with "hang" selected
+    page.locator('button[value="take:1:0:symptom"]').click()
+    expect(page.get_by_test_id("decide-1-symptom")).to_have_value("hang")
+    page.get_by_label("Rationale").fill("The hang came before the abort.")
+    page.get_by_label("Rationale").press("Control+Enter")
+    page.wait_for_url("**/studies/ddp/disagreements/")
+    expect(page.get_by_text("Decision saved")).to_be_visible()
+    context.close()
     return problems
 
 
 def test_a_lead_resolves_a_disagreement_with_the_keyboard(
-    live_server: Any, make_item: MakeItem, annotator_a: User, annotator_b: User, lead: User
+    live_server: Any, browser: Any, make_item: MakeItem, annotator_a: User, annotator_b: User, lead: User
 ) -> None:
     item = make_item(annotator_a, annotator_b, title="NCCL watchdog timeout")
     submit(item, annotator_a, CRASH, memo="Saw SIGABRT.")
@@ -82,7 +72,7 @@ def test_a_lead_resolves_a_disagreement_with_the_keyboard(
     client = Client()
     client.force_login(lead)
 
-    problems = drive(live_server.url, client.cookies["sessionid"].value, item.pk)
+    problems = drive(browser, live_server.url, client.cookies["sessionid"].value, item.pk)
 
     assert not problems, problems  # a CSP violation or a script error shows up here
     decision = Decision.objects.get(item=item)  # exactly one: the refused save wrote nothing

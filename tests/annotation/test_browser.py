@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,22 +15,6 @@ from tests.annotation.conftest import Book, make_round
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "correct-horse-battery"
-
-
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test are still sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        options: dict[str, Any] = {"args": ["--headless", "--no-sandbox"]}
-        if chromium:
-            options["executable_path"] = chromium
-        instance = p.chromium.launch(**options)
-        yield instance
-        instance.close()
 
 
 def _log_in(browser: Any, base: str, username: str) -> Any:

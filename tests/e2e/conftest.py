@@ -1,4 +1,5 @@
-"""Fixtures of the end-to-end test: Chromium, the GitHub replay, private upload and export folders."""
+"""Fixtures of the end-to-end test: the GitHub replay, private upload and export folders (Chromium is the
+shared `browser` fixture of tests/browser.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from typing import Any
 
 import pytest
 import responses
-
-from tests.browser import browser  # noqa: F401  (the shared Chromium fixture)
 
 SAMPLES = Path(__file__).resolve().parents[1] / "corpus" / "samples"
 API = "https://api.github.com"

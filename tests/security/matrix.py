@@ -94,7 +94,7 @@ def api(access: str, *methods: str, **options: Any) -> Rule:
 MATRIX: dict[str, Rule] = {
     # --- accounts ---------------------------------------------------------------------------------
     "accounts:login": page("public", "GET", "POST"),
-    "accounts:logout": page("public", "POST", post=302),
+    "accounts:logout": page("public", "GET", "POST", get=OK, post=302),  # GET: a confirmation page
     "accounts:study-list": page("user", "GET", "POST"),
     "accounts:profile": page("user", "GET", "POST"),
     "accounts:revoke-token": page(

@@ -13,7 +13,6 @@ handler attribute, a javascript:/data:/vbscript: URL or an active element (scrip
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,6 @@ from .xss_vectors import MARKER_HOST, VECTORS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FORMATS = ("html", "markdown", "text")
 
 # Run in the page after load: what the sanitizer must never let through, whatever CSP would block.
@@ -239,13 +237,6 @@ def _session_cookie(user: User) -> str:
     return client.cookies["sessionid"].value
 
 
-def _browser() -> Any:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium (or set CHROMIUM)")
-    return sync_api
-
-
 def _watched_page(context: Any, watch: Watch) -> Any:
     page = context.new_page()
     page.on(
@@ -275,33 +266,25 @@ def test_the_corpus_holds_at_least_a_hundred_distinct_vectors() -> None:
     assert len(set(VECTORS)) == len(VECTORS) >= 100
 
 
-def test_no_vector_runs_on_any_page(xss_study: XssStudy, live_server: Any) -> None:
-    sync_api = _browser()
+def test_no_vector_runs_on_any_page(xss_study: XssStudy, live_server: Any, browser: Any) -> None:
     watch = Watch()
     pages = list(_pages(xss_study))
-    # Database work before Playwright starts: its sync API runs an event loop in this thread.
     cookies = {user.pk: _session_cookie(user) for user in (xss_study.lead, xss_study.alice)}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        for user in (xss_study.lead, xss_study.alice):
-            context = browser.new_context(base_url=live_server.url)
-            context.add_cookies([{"name": "sessionid", "value": cookies[user.pk], "url": live_server.url}])
-            context.route(f"**://{MARKER_HOST}/**", lambda route: route.abort())
-            page = _watched_page(context, watch)
-            for owner, path in pages:
-                if owner == user:
-                    _open(page, live_server.url + path, watch)
-            context.close()
-        browser.close()
+    for user in (xss_study.lead, xss_study.alice):
+        context = browser.new_context(base_url=live_server.url)
+        context.add_cookies([{"name": "sessionid", "value": cookies[user.pk], "url": live_server.url}])
+        context.route(f"**://{MARKER_HOST}/**", lambda route: route.abort())
+        page = _watched_page(context, watch)
+        for owner, path in pages:
+            if owner == user:
+                _open(page, live_server.url + path, watch)
+        context.close()
     assert len(pages) > len(VECTORS)
     assert not watch.problems(), "\n".join(watch.problems()[:50])
 
 
-def test_the_harness_sees_a_script_that_runs() -> None:
+def test_the_harness_sees_a_script_that_runs(browser: Any) -> None:
     """The detectors work: the same vectors, unsanitised in a blank page, are caught."""
-    sync_api = _browser()
     watch = Watch()
     raw = "".join(
         [
@@ -311,18 +294,13 @@ def test_the_harness_sees_a_script_that_runs() -> None:
             "<a href=\"javascript:alert('XSS')\">x</a><iframe></iframe>",
         ]
     )
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page()
-        page.route(f"**://{MARKER_HOST}/**", lambda route: route.abort())
-        page.on("dialog", lambda dialog: (watch.dialogs.append(dialog.message), dialog.dismiss()))
-        page.on("console", lambda m: "XSS-MARKER" in m.text and watch.markers.append(m.text))
-        page.on("request", lambda r: MARKER_HOST in r.url and watch.requests.append(r.url))
-        page.set_content(raw)
-        page.wait_for_timeout(200)
-        watch.dom += page.evaluate(DOM_CHECK)
-        browser.close()
+    page = browser.new_page()
+    page.route(f"**://{MARKER_HOST}/**", lambda route: route.abort())
+    page.on("dialog", lambda dialog: (watch.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("console", lambda m: "XSS-MARKER" in m.text and watch.markers.append(m.text))
+    page.on("request", lambda r: MARKER_HOST in r.url and watch.requests.append(r.url))
+    page.set_content(raw)
+    page.wait_for_timeout(200)
+    watch.dom += page.evaluate(DOM_CHECK)
     assert watch.dialogs and watch.markers and watch.requests
     assert any("javascript:" in d for d in watch.dom) and any("IFRAME" in d for d in watch.dom)

@@ -3,7 +3,6 @@ htmx, and the tree, the panel and the database follow."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,32 +11,17 @@ import pytest
 from apps.accounts.models import Study, User
 from apps.annotation.models import LabelValue
 from apps.taxonomy.models import CategoryStatus, Codebook
+from tests.browser import watched_page
 from tests.taxonomy.conftest import category, put_label
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed"),
-]
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop running in this thread; the test's own ORM calls are
-    # still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        yield page
-        browser.close()
-        assert errors == [], errors  # no script error and no CSP violation on the way
+def page(browser: Any) -> Iterator[Any]:
+    page = watched_page(browser, viewport={"width": 1280, "height": 900})
+    yield page
+    assert page.problems == [], page.problems  # no script error and no CSP violation on the way
 
 
 def test_lead_renames_and_merges_in_the_editor(

@@ -1,7 +1,10 @@
 """Build the demo study `tosem23` from fixtures/tosem23 (the TOSEM 2023 replication data).
 
-Idempotent: every step compares with what is stored and writes only differences, so running the
-command twice changes nothing (no new job, version, annotation or decision).
+Each step writes only what is not stored yet and never rewrites what is: the study and its members, the
+codebook, each items file, each round's labels, the practice round. So the first run builds the demo, a
+run after an interrupted one finishes it, and every later run (each `make run`) leaves the study exactly
+as the team left it: codebook edits, proposals, labels and decisions are kept. `reset_demo` starts the
+demo afresh.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from apps.accounts.models import Membership, Role, Study, User
+from apps.accounts.models import Role, Study, User
 from apps.accounts.services import add_member
 from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.models import Round
@@ -24,6 +27,7 @@ from apps.corpus.parsing import detect_format, iter_records
 from apps.corpus.records import canonical_url
 from apps.corpus.services import import_in_foreground
 from apps.taxonomy.loading import load_codebook_file
+from apps.taxonomy.models import Dimension
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures" / "tosem23"
 SLUG = "tosem23"
@@ -45,30 +49,41 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         if not FIXTURES.is_dir():
             raise CommandError(f"Demo fixtures are missing: {FIXTURES}")
+        existing = Study.objects.filter(slug=SLUG).first()
+        if existing is not None and not existing.is_demo:
+            raise CommandError(
+                f"A study '{SLUG}' exists and is not the demo: load_demo leaves it alone "
+                "(the demo needs that slug; use another database for the demo)."
+            )
         lead = self._study_and_users()
         study = Study.objects.get(slug=SLUG)
 
-        result = load_codebook_file(study, FIXTURES / "codebook.json", actor=lead)
-        self.stderr.write(f"codebook: v{result.version}, {len(result.changes)} change(s)")
+        if Dimension.objects.filter(codebook__study=study).exists():
+            self.stderr.write("codebook: already loaded, kept as it is")
+        else:
+            result = load_codebook_file(study, FIXTURES / "codebook.json", actor=lead)
+            self.stderr.write(f"codebook: v{result.version}, {len(result.changes)} change(s)")
 
         for name in ("items.csv", "examples.jsonl"):
             self._import_items(study, lead, FIXTURES / name)
 
         for number in (1, 2):
-            path = FIXTURES / f"labels_round{number}.csv"
-            try:
-                rows = parse_labels_csv(path.read_text(encoding="utf-8"), decisions=False)
-            except LabelFileError as exc:
-                raise CommandError(f"{path.name}: {exc}") from exc
-            outcome = import_annotations(study, rows, actor=lead)
-            self.stderr.write(f"labels round {number}: {outcome}")
+            self._import_labels(study, lead, number)
 
         self._practice_round(study, lead)
-        self.stdout.write(
-            f"Demo study '{SLUG}' ready: log in as lead, annotator1 or annotator2 (password {PASSWORD})."
-        )
+        if existing is not None:
+            self.stdout.write(
+                f"Demo study '{SLUG}' kept as it is (python manage.py reset_demo starts it afresh): "
+                f"log in as lead, annotator1 or annotator2 (password {PASSWORD} unless changed)."
+            )
+        else:
+            self.stdout.write(
+                f"Demo study '{SLUG}' ready: log in as lead, annotator1 or annotator2 (password {PASSWORD})."
+            )
 
     def _study_and_users(self) -> User:
+        """The study, its three users and their memberships: members are added with the study only, so
+        a member the team removed later stays removed (the transaction makes the two go together)."""
         with transaction.atomic():
             study, created = Study.objects.get_or_create(
                 slug=SLUG,
@@ -87,36 +102,52 @@ class Command(BaseCommand):
                     user.set_password(PASSWORD)
                     user.save()
                 users[username] = user
-                if not Membership.objects.filter(study=study, user=user, role=role).exists():
+                if created:
                     add_member(study, user, role)
             if created:
                 self.stderr.write(f"created study {SLUG!r}")
         return users["lead"]
+
+    def _import_labels(self, study: Study, lead: User, number: int) -> None:
+        """A round's real labels, once: the import creates the round in the same transaction, so a round
+        that exists holds them (and whatever the team did since, which is not rewritten)."""
+        path = FIXTURES / f"labels_round{number}.csv"
+        if Round.objects.filter(study=study, number=number).exists():
+            self.stderr.write(f"labels round {number}: already loaded, kept as they are")
+            return
+        try:
+            rows = parse_labels_csv(path.read_text(encoding="utf-8"), decisions=False)
+        except LabelFileError as exc:
+            raise CommandError(f"{path.name}: {exc}") from exc
+        outcome = import_annotations(study, rows, actor=lead)
+        self.stderr.write(f"labels round {number}: {outcome}")
 
     def _practice_round(self, study: Study, lead: User) -> None:
         """Round 3: the example items (with text), open for both annotators to try the workbench."""
         if Round.objects.filter(study=study, number=PRACTICE_ROUND).exists():
             return
         examples = Item.objects.filter(study=study, url__startswith=EXAMPLE_PREFIX).order_by("id")
-        add_items_to_round(
-            study,
-            PRACTICE_ROUND,
-            examples.values_list("id", flat=True),
-            actor=lead,
-            description={"demo": "example items written for the demo, to try the workbench"},
-        )
-        Round.objects.filter(study=study, number=PRACTICE_ROUND).update(name="Practice (demo examples)")
-        assign_round(study, PRACTICE_ROUND, ["annotator1", "annotator2"], actor=lead)
+        with transaction.atomic():  # the round exists only with its assignments
+            add_items_to_round(
+                study,
+                PRACTICE_ROUND,
+                examples.values_list("id", flat=True),
+                actor=lead,
+                description={"demo": "example items written for the demo, to try the workbench"},
+            )
+            Round.objects.filter(study=study, number=PRACTICE_ROUND).update(name="Practice (demo examples)")
+            assign_round(study, PRACTICE_ROUND, ["annotator1", "annotator2"], actor=lead)
         self.stderr.write(
             f"round {PRACTICE_ROUND}: {examples.count()} example items, open for both annotators"
         )
 
     def _import_items(self, study: Study, lead: User, path: Path) -> None:
-        """Import the file unless every item in it is already stored unchanged (then nothing to do)."""
+        """Import the file unless its items are stored (a file is imported whole or not at all), so an
+        item the team changed since is not rewritten."""
         wanted = {canonical_url(r.url) for r in iter_records(path, detect_format(path))}
         stored = set(Item.objects.filter(study=study, url__in=wanted).values_list("url", flat=True))
         if wanted <= stored:
-            self.stderr.write(f"{path.name}: {len(wanted)} items already loaded")
+            self.stderr.write(f"{path.name}: {len(wanted)} items already loaded, kept as they are")
             return
         job = import_in_foreground(
             study, ImportKind.FILE, {"format": "", "filename": path.name}, upload=path, user=lead

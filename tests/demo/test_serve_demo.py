@@ -1,0 +1,138 @@
+"""`make run`'s servers (scripts/serve_demo.sh): Ctrl+C stops the worker and the web server, quietly.
+
+The two servers are stand-ins with the real ones' signal behaviour: the worker, like Celery's, installs
+its own SIGINT and SIGTERM handlers, says "Warm shutdown" on each and takes a moment to stop; the web
+server, like runserver started in the background of a script, keeps SIGINT ignored and stops on SIGTERM.
+Each notes the signals it got in a file, so the test sees who was stopped and how often.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "serve_demo.sh"
+
+WORKER = """\
+import signal, sys, time
+heard = []
+signal.signal(signal.SIGINT, lambda number, frame: heard.append(number))
+signal.signal(signal.SIGTERM, lambda number, frame: heard.append(number))
+log = open(sys.argv[1], "a", buffering=1)
+log.write("started\\n")
+told, stopping_since = 0, None
+while stopping_since is None or time.monotonic() - stopping_since < 0.3:  # a warm shutdown takes a while
+    time.sleep(0.02)
+    for number in heard[told:]:
+        log.write(signal.Signals(number).name + "\\n")
+        print("worker: Warm shutdown (MainProcess)", flush=True)
+        told += 1
+        stopping_since = stopping_since or time.monotonic()
+"""
+
+WEB = """\
+import pathlib, signal, sys, time
+def stop(number, frame):
+    open(sys.argv[1], "a").write(signal.Signals(number).name + "\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1], "a").write("started\\n")
+if "--exit-at-once" in sys.argv:  # once the worker listens, as a port already in use would do
+    worker_log = pathlib.Path(sys.argv[1]).with_name("worker.log")
+    while "started" not in (worker_log.read_text() if worker_log.exists() else ""):
+        time.sleep(0.02)
+    sys.exit(3)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _stand_ins(tmp_path: Path, *, web_exits: bool = False) -> Path:
+    """A BIN folder whose `celery` and `python` are the stand-ins, logging to worker.log and web.log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "worker.py").write_text(WORKER)
+    (tmp_path / "web.py").write_text(WEB)
+    flag = " --exit-at-once" if web_exits else ""
+    for name, code, log in (("celery", "worker.py", "worker.log"), ("python", "web.py", "web.log")):
+        stub = bin_dir / name
+        stub.write_text(f"#!/bin/sh\nexec python3 {tmp_path / code} {tmp_path / log}{flag}\n")
+        stub.chmod(0o755)
+    return bin_dir
+
+
+def _start(bin_dir: Path) -> subprocess.Popen[str]:
+    """The script in a process group of its own, with SIGINT at its default as under a terminal."""
+    return subprocess.Popen(
+        [str(SCRIPT)],
+        env={**os.environ, "BIN": str(bin_dir), "PORT": "8765"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _wait_for(path: Path, text: str) -> None:
+    deadline = time.monotonic() + 20
+    while text not in (path.read_text() if path.exists() else ""):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{path.name} never said {text!r}")
+        time.sleep(0.05)
+
+
+def _group_is_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_ctrl_c_stops_the_worker_and_the_web_server_quietly(tmp_path: Path) -> None:
+    process = _start(_stand_ins(tmp_path))
+    _wait_for(tmp_path / "worker.log", "started")
+    _wait_for(tmp_path / "web.log", "started")
+
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl+C does: the whole foreground group
+    output, _ = process.communicate(timeout=15)
+
+    assert process.returncode == 0
+    assert _group_is_gone(process.pid)
+    assert (tmp_path / "web.log").read_text().splitlines()[1:] == ["SIGTERM"]  # it ignores SIGINT
+    # the worker hears Ctrl+C itself and the script's one SIGTERM (which may come first): never a storm
+    signals = (tmp_path / "worker.log").read_text().splitlines()[1:]
+    assert signals and len(signals) == len(set(signals)) and set(signals) <= {"SIGINT", "SIGTERM"}
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert set(lines) == {"worker: Warm shutdown (MainProcess)"} and len(lines) <= 2, output
+
+
+def test_sigterm_to_the_script_alone_stops_both_servers(tmp_path: Path) -> None:
+    process = _start(_stand_ins(tmp_path))
+    _wait_for(tmp_path / "worker.log", "started")
+    _wait_for(tmp_path / "web.log", "started")
+
+    process.terminate()
+    output, _ = process.communicate(timeout=15)
+
+    assert process.returncode == 0
+    assert _group_is_gone(process.pid)
+    assert (tmp_path / "worker.log").read_text().splitlines()[1:] == ["SIGTERM"]
+    assert (tmp_path / "web.log").read_text().splitlines()[1:] == ["SIGTERM"]
+    assert output.count("Warm shutdown") == 1
+
+
+def test_a_server_that_stops_by_itself_stops_the_other_and_gives_its_status(tmp_path: Path) -> None:
+    process = _start(_stand_ins(tmp_path, web_exits=True))
+
+    process.communicate(timeout=15)
+
+    assert process.returncode == 3  # the web server's own exit status
+    assert _group_is_gone(process.pid)
+    _wait_for(tmp_path / "worker.log", "SIGTERM")
