@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from apps.accounts.models import Study, User
 from apps.adjudication.demo import delete_study
+from apps.core.cli import BaseCommand
 
 from .load_demo import PASSWORD, SLUG, USERS
 
