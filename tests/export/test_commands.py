@@ -102,3 +102,11 @@ def test_import_study_refuses_a_tampered_package_and_writes_nothing(labelled: St
     assert "dataset.json: checksum mismatch" in str(error.value)
     assert "nothing was written" in str(error.value)
     assert Study.objects.count() == studies
+
+
+def test_import_study_refuses_a_directory_with_status_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as failure:
+        run("import_study", "restored", str(tmp_path))
+
+    assert failure.value.returncode == 2 and "is a directory, not a file" in str(failure.value)
+    assert not Study.objects.filter(slug="restored").exists()

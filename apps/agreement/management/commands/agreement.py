@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -20,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.agreement.metrics import agreement_report
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
-from apps.core.commands import get_study
+from apps.core.commands import get_study, input_file
 
 BAD_INPUT = 2
 
@@ -82,9 +81,7 @@ class Command(BaseCommand):
 
     def _ratings(self, opts: dict[str, Any]) -> None:
         categories = None if opts["categories"] is None else opts["categories"].split(",")
-        path = Path(opts["ratings"])
-        if not path.is_file():
-            raise _fail(f"{path}: no such file")
+        path = input_file(opts["ratings"])
         try:
             table = parse_ratings(path, multi=opts["multi"], categories=categories)
         except RatingsFileError as exc:
