@@ -11,7 +11,6 @@ The ``Final`` sheet holds gold decisions, which ``import_labels --decisions`` im
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -24,7 +23,7 @@ from apps.annotation.tosem_workbook import (
     read_reliability_workbook,
     tosem_synonyms,
 )
-from apps.core.commands import get_study
+from apps.core.commands import get_study, input_file
 from apps.taxonomy.index import CodebookIndex
 
 
@@ -52,9 +51,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
-        path = Path(opts["file"])
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file.")
+        path = input_file(opts["file"], text=False)
         if opts["number"] < 1:
             raise CommandError(f"--round must be 1 or more (got {opts['number']}).")
         names = [n.strip() for n in opts["annotators"].split(",")]
@@ -88,7 +85,9 @@ class Command(BaseCommand):
             print(f"left out:\n{listing}", file=sys.stderr)
         try:
             rows = group_labels(result.rows)
-            summary = import_annotations(study, rows, actor=None).summary()
+            # The published workbooks leave some cells blank: they are kept as recorded (complete=False),
+            # so that the study's agreement is the paper's.
+            summary = import_annotations(study, rows, actor=None, complete=False).summary()
         except (LabelFileError, ImportLabelsError) as exc:
             raise CommandError(f"{path}: labels refused, nothing written.\n{exc}") from exc
         self.stdout.write(f"Imported round {opts['number']} of {path.name} into {study.slug!r}: {summary}")
