@@ -23,7 +23,7 @@ from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
 
-from .consolidation import PENDING, Findings
+from .consolidation import PENDING, Findings, ready
 from .consolidation import Value as FindingValue
 from .models import Decision, DecisionValue, Review
 
@@ -85,6 +85,18 @@ class ItemLabels:
     def complete(self) -> bool:
         """Every assignment of the round is submitted (and there is at least one)."""
         return bool(self.assignments) and self.submitted == self.k
+
+    @property
+    def overlap(self) -> int:
+        """The round's overlap: as it was assigned, else the study's."""
+        recorded = self.assignments[0].round.assigned_overlap if self.assignments else None
+        return recorded if recorded is not None else self.item.study.overlap
+
+    @property
+    def consolidable(self) -> bool:
+        """Complete, with at least two annotations and at least the round's overlap
+        (`consolidation.ready`): only then is the item consolidated."""
+        return ready(submitted=self.submitted, assigned=self.k, overlap=self.overlap)
 
 
 def item_labels(

@@ -33,7 +33,7 @@ from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
 from apps.taxonomy.models import Category
 from apps.taxonomy.tree import LabelError
 
-from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
+from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, ready, same_labels
 from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
 from .queries import (
     ItemLabels,
@@ -101,7 +101,7 @@ def consolidate_item(
         dimensions: list[str] = list(review.disagreeing_dimensions or []) if review else []
         if current is not None and current.provenance not in AUTOMATIC:
             state = ReviewState.DECIDED
-        elif not labels.complete:
+        elif not labels.consolidable:  # not all submitted, or fewer than two or than the overlap: waits
             if current is not None:
                 _withdraw(current)
             state, dimensions = ReviewState.ANNOTATING, []
@@ -140,29 +140,32 @@ def consolidate_item(
 
 # What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
 # submission): the study's rule, the item's latest round with its assignments and submitted annotations
-# counted, whether a decision is current, and the item's Review; when the round is all submitted, its labels
-# too, one row each (`queries.round_labels_sql`), the state repeated on each. The common case is written by
-# the same statement: an item whose round is not all submitted, without a decision or a Review yet (the
-# first annotation of the item), gets its Review as ``annotating``; the 11th value says whether it did.
-_STATE_WIDTH = 11
+# counted, whether a decision is current, and the item's Review, the overlap recorded for the round (text, or
+# NULL) and the study's; when the round is all submitted, its labels too, one row each
+# (`queries.round_labels_sql`), the state repeated on each. The common case is written by the same
+# statement: an item whose round is not all submitted, without a decision or a Review yet (the first
+# annotation of the item), gets its Review as ``annotating``; the 13th value says whether it did.
+_STATE_WIDTH = 13
 _SUBMISSION_STATE = Statement(
     "taxonomist_submission_state",
     f"""
 WITH r AS (
     SELECT a.round_id, count(*) AS total,
-           count(*) FILTER (WHERE a.status = %(submitted)s AND n.submitted_at IS NOT NULL) AS done
+           count(*) FILTER (WHERE a.status = %(submitted)s AND n.submitted_at IS NOT NULL) AS done,
+           ro.params -> 'assignment' ->> 'overlap' AS round_overlap
     FROM "{Assignment._meta.db_table}" a
     JOIN "{Round._meta.db_table}" ro ON ro.id = a.round_id
     LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
     WHERE a.item_id = %(item)s
-    GROUP BY ro.number, a.round_id
+    GROUP BY ro.number, a.round_id, ro.params
     ORDER BY ro.number DESC
     LIMIT 1
 ), st AS (
     SELECT i.study_id, s.consolidation_rule, r.round_id, r.total, r.done,
         EXISTS (SELECT 1 FROM "{Decision._meta.db_table}" d WHERE d.item_id = i.id AND d.is_current)
             AS has_current,
-        v.id AS review_id, v.state, v.disagreeing_dimensions, v.round_id AS review_round
+        v.id AS review_id, v.state, v.disagreeing_dimensions, v.round_id AS review_round,
+        r.round_overlap, s.overlap AS study_overlap
     FROM "{Item._meta.db_table}" i
     JOIN "{Study._meta.db_table}" s ON s.id = i.study_id
     LEFT JOIN r ON true
@@ -231,9 +234,10 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     if not rows:
         return
     state = rows[0][:_STATE_WIDTH]
-    study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round, opened = (
-        state
-    )
+    (
+        study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round,
+        round_overlap, study_overlap, opened,
+    ) = state  # fmt: skip
     if opened:
         return
     if isinstance(dimensions, str):  # jsonb comes as text: Django parses JSON in its fields, not the driver
@@ -244,7 +248,8 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     item = Item(pk=item_id, study_id=study_id)
     decision: tuple[Gold, Provenance, ItemLabels] | None = None
     target, disagreeing = ReviewState.ANNOTATING.value, []
-    if done >= total:
+    recorded = _whole(round_overlap) or None  # as `Round.assigned_overlap` reads it
+    if ready(submitted=done, assigned=total, overlap=study_overlap if recorded is None else recorded):
         labels = labels_from_rows(item, round_id, index, (r[_STATE_WIDTH:] for r in rows if r[_STATE_WIDTH]))
         result = consolidate(labels.findings, rule=rule)
         disagreeing = list(result.disagreeing_dimensions)
@@ -289,6 +294,11 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     if decision is not None:
         gold, provenance, labels = decision
         _record(item, gold, provenance, labels, previous=None, actor=None, rationale="", index=index)
+
+
+def _whole(text: str | None) -> int | None:
+    """A whole number read as JSON text from the database, or None."""
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def _create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
@@ -885,8 +895,10 @@ def _plan_item(
             )
         )
     by_number: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    first_rows: dict[int, int] = {}
     for row in sorted(group, key=lambda r: r.finding):
         finding = by_number.setdefault(row.finding, {})
+        first_rows[row.finding] = min(first_rows.get(row.finding, row.first_row), row.first_row)
         for label in row.labels:
             try:
                 dimension = index.dimension(label.dimension)
@@ -929,7 +941,8 @@ def _plan_item(
                     )
                 )
         ids = {k: frozenset(c for c, _ in v) for k, v in values.items()}
-        applicable = {d.key for d in index.applicable_dimensions({k: list(v) for k, v in ids.items()})}
+        applying = [d.key for d in index.applicable_dimensions({k: list(v) for k, v in ids.items()})]
+        applicable = set(applying)
         for key, chosen in values.items():
             if key not in applicable:
                 on = index.dimension(key).applies_when
@@ -940,6 +953,17 @@ def _plan_item(
                         "dimension",
                         key,
                         f"does not apply to finding {number} of this item{when}",
+                    )
+                )
+        if len(problems) == before:  # a gold finding fills every dimension that applies to it
+            for key in (k for k in applying if k not in values):
+                problems.append(
+                    LabelProblem(
+                        first_rows[number],
+                        "dimension",
+                        key,
+                        f"finding {number} of item {item.url} leaves this dimension empty, but it applies "
+                        "to the finding; add a row with its label",
                     )
                 )
         if ids:

@@ -18,13 +18,13 @@ declared set defines Gwet's AC1; list ``pending`` there if the data uses it); wi
 are the labels seen, sorted. Every error is a :class:`RatingsFileError` naming the line, field and value.
 """
 
-import csv
 import io
 import os
 from collections.abc import Iterator, Sequence
 from typing import IO, Literal, overload
 
 from apps.agreement.metrics import NO_CATEGORY, MultiRatingTable, RatingTable
+from apps.core.files import CsvFormatError, FileReadError, csv_records, read_text
 
 COLUMNS = ("item", "annotator", "label")
 
@@ -158,31 +158,22 @@ def _read(source: str | os.PathLike[str] | IO[str]) -> str:
         text = source
     elif isinstance(source, os.PathLike):
         try:
-            with open(source, encoding="utf-8", newline="") as handle:
-                text = handle.read()
-        except UnicodeDecodeError as exc:
-            raise RatingsFileError(f"{os.fspath(source)} is not UTF-8 text ({exc.reason})") from exc
-        except OSError as exc:
-            raise RatingsFileError(f"cannot read {os.fspath(source)}: {exc.strerror}") from exc
+            text = read_text(source)
+        except FileReadError as exc:
+            raise RatingsFileError(exc.message) from exc
     else:
         text = source.read()
     return text.removeprefix("\ufeff")
 
 
 def _records(text: str) -> Iterator[tuple[int, list[str]]]:
-    """Non-blank CSV records with the line each starts on."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    line = 1
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise RatingsFileError(f"malformed CSV: {exc}", line=line) from exc
-        if any(field.strip() for field in row):
-            yield line, row
-        line = reader.line_num + 1
+    """Non-blank CSV records with the line each starts on (a stray quote refused: `core.files`)."""
+    try:
+        for line, row in csv_records(io.StringIO(text, newline="")):
+            if any(field.strip() for field in row):
+                yield line, row
+    except CsvFormatError as exc:
+        raise RatingsFileError(exc.message, line=exc.line) from exc
 
 
 def _header(header: list[str], line: int) -> dict[str, int]:

@@ -20,11 +20,12 @@ in a :class:`LabelFileError` (at most `MAX_REPORTED` listed), each with its row,
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from apps.core.files import CsvFormatError, csv_records
 
 PENDING = "pending"
 REQUIRED_COLUMNS = ("item", "annotator", "dimension", "label")
@@ -201,12 +202,12 @@ def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
     problem with its row, field and value. With `decisions`, `annotator` may be empty and no label may be
     *pending*."""
     text = text.removeprefix("\ufeff")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    records_in = csv_records(io.StringIO(text, newline=""))
     try:
-        header = next(reader)
+        _, header = next(records_in)
     except StopIteration:
         raise LabelFileError([LabelProblem(0, "header", "", "the file is empty")]) from None
-    except csv.Error as exc:
+    except CsvFormatError as exc:
         raise LabelFileError([LabelProblem(1, "header", "", f"not readable as CSV: {exc}")]) from None
     columns = _columns(header)
     problems: list[LabelProblem] = []
@@ -214,14 +215,14 @@ def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
     row_numbers: list[int] = []
     row = 1
     try:
-        for row, cells in enumerate(reader, start=2):
+        for row, (_, cells) in enumerate(records_in, start=2):
             if not any(cell.strip() for cell in cells):
                 continue
             record = _record(row, cells, columns, len(header), decisions, problems)
             if record is not None:
                 records.append(record)
                 row_numbers.append(row)
-    except csv.Error as exc:
+    except CsvFormatError as exc:  # the line is the file's; the row, as a spreadsheet counts records
         problems.append(LabelProblem(row + 1, "row", "", f"not readable as CSV: {exc}"))
     if not records and not problems:
         problems.append(LabelProblem(0, "rows", "", "the file has a header but no labels"))

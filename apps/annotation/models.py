@@ -43,6 +43,19 @@ class Round(models.Model):
     def __str__(self) -> str:
         return self.name or f"Round {self.number}"
 
+    @property
+    def assigned_overlap(self) -> int | None:
+        """The overlap (annotators per item) the round was assigned with, None when it was not recorded
+        (an imported round): then the study's overlap holds."""
+        return overlap_of(self.params)
+
+
+def overlap_of(params: object) -> int | None:
+    """The overlap recorded in a round's `params` by `assign_round`, or None."""
+    assignment = params.get("assignment") if isinstance(params, dict) else None
+    value = assignment.get("overlap") if isinstance(assignment, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
 
 class RoundItem(models.Model):
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="round_items")

@@ -32,14 +32,13 @@ pass, in bounded memory apart from the set of URLs seen.
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from apps.core.files import CsvFormatError, FileReadError, csv_records, open_text
 from apps.corpus import github, stackexchange
 from apps.corpus.records import (
     BODY_FORMATS,
@@ -68,8 +67,7 @@ _EXTENSIONS: dict[str, FileFormat] = {
     ".urls": "urls",
 }
 _KNOWN_FIELDS = ("url", "title", "body", "body_format", "source", "external_id", "created_at", "tags")
-# Bodies of long issues exceed csv's default 128 KiB field limit.
-_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+_TOO_DEEP = "invalid JSON: arrays or objects nested too deeply (an item is at most a few levels deep)"
 
 
 class ImportFileError(ValueError):
@@ -243,7 +241,7 @@ def _entries(path: Path, fmt: FileFormat) -> Iterator[_Entry]:
     """Every row of the file as a record, a skip or an error (a repeated URL is an error)."""
     seen: dict[str, int] = {}
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        with open_text(path) as handle:
             for entry in _raw_entries(handle, fmt):
                 if not isinstance(entry, _Row):
                     yield entry
@@ -256,10 +254,8 @@ def _entries(path: Path, fmt: FileFormat) -> Iterator[_Entry]:
                     continue
                 seen[url] = position
                 yield entry.record
-    except FileNotFoundError:
-        yield ImportFileError(None, None, str(path), "file not found")
-    except UnicodeDecodeError as exc:
-        yield ImportFileError(None, None, None, f"the file is not UTF-8 text ({exc.reason})")
+    except FileReadError as exc:  # the path may be the job's copy of an upload: say "the file"
+        yield ImportFileError(None, None, None, f"cannot read the file: {exc.message}")
 
 
 def _raw_entries(handle: TextIO, fmt: FileFormat) -> Iterator[_Located]:
@@ -274,12 +270,11 @@ def _raw_entries(handle: TextIO, fmt: FileFormat) -> Iterator[_Located]:
 
 
 def _csv_entries(handle: TextIO, delimiter: str) -> Iterator[_Located]:
-    csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, _CSV_FIELD_LIMIT)))
-    reader = csv.reader(handle, delimiter=delimiter)
+    reader = csv_records(handle, delimiter=delimiter)
     try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        yield ImportFileError(1, None, None, f"malformed CSV: {exc}")
+        header_line, header = next(reader, (1, None))
+    except CsvFormatError as exc:
+        yield ImportFileError(exc.line, None, None, exc.message)
         return
     if header is None:
         yield ImportFileError(1, None, None, "the file is empty: expected a header row with a 'url' column")
@@ -288,25 +283,24 @@ def _csv_entries(handle: TextIO, delimiter: str) -> Iterator[_Located]:
     lowered = [name.lower() for name in names]
     for index, name in enumerate(lowered):
         if not name:
-            yield ImportFileError(1, None, None, f"column {index + 1} of the header has no name")
+            yield ImportFileError(header_line, None, None, f"column {index + 1} of the header has no name")
             return
         if lowered.index(name) != index:
-            yield ImportFileError(1, names[index], None, "the header names this column twice")
+            yield ImportFileError(header_line, names[index], None, "the header names this column twice")
             return
     if "url" not in lowered:
-        yield ImportFileError(1, "url", None, f"missing required column 'url' (columns: {', '.join(names)})")
+        message = f"missing required column 'url' (columns: {', '.join(names)})"
+        yield ImportFileError(header_line, "url", None, message)
         return
     keys = [name if name.lower() not in _KNOWN_FIELDS else name.lower() for name in names]
-    line = reader.line_num + 1
     while True:
         try:
-            row = next(reader)
+            start, row = next(reader)
         except StopIteration:
             return
-        except csv.Error as exc:
-            yield ImportFileError(line, None, None, f"malformed CSV: {exc}")
+        except CsvFormatError as exc:  # nothing after a stray quote can be trusted: stop here
+            yield ImportFileError(exc.line, None, None, exc.message)
             return
-        start, line = line, reader.line_num + 1
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if len(row) > len(keys):
@@ -326,6 +320,9 @@ def _json_entries(handle: TextIO) -> Iterator[_Located]:
         document = json.load(handle)
     except json.JSONDecodeError as exc:
         yield ImportFileError(exc.lineno, None, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return
+    except RecursionError:
+        yield ImportFileError(None, None, None, _TOO_DEEP)
         return
     if isinstance(document, dict) and "error_id" in document:
         message = document.get("error_message") or document.get("error_name")
@@ -352,6 +349,9 @@ def _jsonl_entries(handle: TextIO) -> Iterator[_Located]:
             item = json.loads(text)
         except json.JSONDecodeError as exc:
             yield ImportFileError(number, None, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except RecursionError:
+            yield ImportFileError(number, None, None, _TOO_DEEP)
             continue
         yield _located(_object_entry(item, number, "line"), number, "line")
 

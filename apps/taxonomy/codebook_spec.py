@@ -52,6 +52,8 @@ from typing import Any, Literal
 
 import yaml
 
+from apps.core.files import FileReadError, read_text
+
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
 DIMENSION_KEY_MAX_LENGTH = 64
 CATEGORY_KEY_MAX_LENGTH = 100
@@ -223,11 +225,9 @@ def read_codebook(path: str | Path) -> CodebookSpec:
     """Read and validate a codebook file (UTF-8), the format given by its extension."""
     fmt = format_of(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CodebookError("", f"{str(path)!r} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
-    except OSError as exc:
-        raise CodebookError("", f"cannot read {str(path)!r}: {exc.strerror}") from exc
+        text = read_text(path)
+    except FileReadError as exc:
+        raise CodebookError("", str(exc)) from exc
     return parse_codebook(text, fmt)
 
 

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from apps.accounts.models import Study, User
 from apps.adjudication.models import Decision, Provenance, Review, ReviewState
 from apps.adjudication.queries import decision_findings
-from apps.annotation.models import Annotation
+from apps.annotation.models import Annotation, Round
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Codebook
 from apps.taxonomy.services import retire_category
@@ -207,3 +207,117 @@ def test_study_status_counts_imported_decisions(
     status = json.loads(capsys.readouterr().out)
     assert status["decisions"] == {"unanimous": 0, "majority": 0, "adjudicated": 0, "imported": 2}
     assert status["disagreements_open"] == 0
+
+
+def test_unbalanced_quote_in_a_labels_memo_is_refused_and_nothing_is_written(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    labels = (
+        "item,annotator,dimension,label,round,memo\n"
+        f'{URL1},alice,type,howto,1,"He said ""hi\n'
+        f"{URL1},bob,type,howto,1,\n"
+        f"{URL2},alice,type,howto,1,\n"
+        f"{URL2},bob,type,howto,1,\n"
+    )
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, write(tmp_path, labels))
+    assert "row 2, row: not readable as CSV: line 2: a quoted field opened on this line is still open" in str(
+        caught.value
+    )
+    assert not Annotation.objects.exists() and not Decision.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "is a directory, not a file"),
+        (f"item,annotator,dimension,label\n{URL1},alice,type,caf\xe9\n".encode("latin-1"), "byte 0xe9 at"),
+        (f"item,annotator,dimension,label\n{URL1},alice,type,howto\n".encode("utf-16"), "is UTF-16"),
+    ],
+)
+def test_a_labels_directory_or_another_encoding_exits_with_status_2_in_one_line(
+    tmp_path: Path, study: Study, items: list[Item], content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "labels.csv"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, str(path))
+    assert caught.value.returncode == 2
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_labels_leaving_an_applicable_dimension_empty_are_refused_with_row_and_dimension(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    labels = (
+        "item,annotator,dimension,label,round\n"
+        f"{URL1},alice,type,fault,1\n"
+        f"{URL1},alice,fix,code,1\n"
+        f"{URL1},bob,type,fault,1\n"
+        f"{URL1},bob,fix,code,1\n"
+    )
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, write(tmp_path, labels))
+    message = str(caught.value)
+    assert "row 2, dimension 'symptom'" in message and "row 4, dimension 'symptom'" in message
+    assert not Annotation.objects.exists() and not Decision.objects.exists()
+
+
+def test_a_gold_decision_leaving_an_applicable_dimension_empty_is_refused_with_row_and_dimension(
+    tmp_path: Path, study: Study, items: list[Item]
+) -> None:
+    gold = f"item,annotator,dimension,label\n{URL2},,type,howto\n{URL1},,type,fault\n{URL1},,fix,code\n"
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, write(tmp_path, gold), "--decisions")
+    assert "row 3, dimension 'symptom': finding 1 of item" in str(caught.value)
+    assert "dimension 'fix'" not in str(caught.value)
+    assert not Decision.objects.exists()
+
+
+def test_an_item_labelled_by_one_annotator_waits_and_is_never_unanimous(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    labels = f"item,annotator,dimension,label,round\n{URL1},alice,type,howto,1\n"
+    run(study.slug, write(tmp_path, labels))
+    assert not Decision.objects.exists()
+    assert Review.objects.get(item__url=URL1).state == ReviewState.ANNOTATING
+
+    run(study.slug, write(tmp_path, labels + f"{URL1},bob,type,howto,1\n"))
+    assert Decision.objects.get(item__url=URL1, is_current=True).provenance == Provenance.UNANIMOUS
+
+
+def test_a_label_for_an_item_in_no_round_is_refused_unless_round_names_it(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    path = write(
+        tmp_path, f"item,annotator,dimension,label\n{URL1},alice,type,howto\n{URL1},bob,type,howto\n"
+    )
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, path)
+    assert f"row 2, round: item {URL1} is in no round" in str(caught.value)
+    assert not Round.objects.exists() and not Annotation.objects.exists()
+
+    assert "created round(s) 2" in run(study.slug, path, "--round", "2")
+    assert Decision.objects.get(item__url=URL1).provenance == Provenance.UNANIMOUS
+
+
+def test_a_label_beyond_the_items_overlap_is_refused_or_accepted_and_counted_with_allow_extra(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User, annotator_c: User
+) -> None:
+    path = write(
+        tmp_path,
+        "item,annotator,dimension,label,round\n"
+        f"{URL1},alice,type,howto,1\n{URL1},bob,type,howto,1\n{URL1},carol,type,fault,1\n"
+        f"{URL1},carol,symptom,hang,1\n{URL1},carol,fix,code,1\n",
+    )
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, path)
+    assert "row 4, annotator 'carol'" in str(caught.value) and "overlap of 2" in str(caught.value)
+    assert not Annotation.objects.exists()
+
+    output = run(study.slug, path, "--allow-extra")
+    assert "3 annotations created" in output and "1 annotation(s) beyond the round's overlap" in output
+    assert Review.objects.get(item__url=URL1).state == ReviewState.DISAGREEMENT

@@ -19,6 +19,7 @@ from apps.accounts.models import ConsolidationRule, Study, User
 from apps.adjudication import services
 from apps.adjudication.models import Decision, Review, ReviewState
 from apps.adjudication.services import consolidate_item
+from apps.annotation.models import Assignment, Round
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
 from tests.adjudication.test_services import keys
@@ -166,3 +167,36 @@ def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
     assert fallbacks == [item.pk]
     assert not Decision.objects.filter(item=item).exists()
     assert Review.objects.get(item=item).state == ReviewState.DISAGREEMENT
+
+
+@pytest.mark.parametrize("locked", [True, False], ids=["submission-path", "consolidate-item"])
+def test_an_item_assigned_to_one_annotator_waits_after_their_submission_and_is_never_unanimous(
+    make_item: MakeItem, annotator_a: User, locked: bool
+) -> None:
+    item = make_item(annotator_a)  # the other annotator's labels never arrived
+    submit(item, annotator_a, CRASH, item_locked=locked)
+    assert Review.objects.get(item=item).state == ReviewState.ANNOTATING
+    assert not Decision.objects.filter(item=item).exists()
+
+
+@pytest.mark.parametrize("locked", [True, False], ids=["submission-path", "consolidate-item"])
+def test_an_item_waits_until_as_many_annotators_as_the_rounds_overlap_submitted(
+    make_item: MakeItem,
+    round1: Round,
+    annotator_a: User,
+    annotator_b: User,
+    annotator_c: User,
+    locked: bool,
+) -> None:
+    round1.params = {"assignment": {"annotators": ["alice", "bob", "carol"], "overlap": 3}}
+    round1.save()
+    item = make_item(annotator_a, annotator_b)
+    submit(item, annotator_a, CRASH, item_locked=locked)
+    submit(item, annotator_b, CRASH, item_locked=locked)
+    assert Review.objects.get(item=item).state == ReviewState.ANNOTATING
+    assert not Decision.objects.filter(item=item).exists()
+
+    # the third annotator of the overlap joins the round
+    Assignment.objects.create(study=item.study, round=round1, item=item, annotator=annotator_c, position=2)
+    submit(item, annotator_c, CRASH, item_locked=locked)
+    assert Decision.objects.get(item=item, is_current=True).provenance == "unanimous"

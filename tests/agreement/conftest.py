@@ -140,5 +140,5 @@ def tosem_study(db: None) -> Study:
     Item.objects.bulk_create([Item(study=study, url=url, external_id=url) for url in urls])
     for n in (1, 2):
         text = (FIXTURES / f"labels_round{n}.csv").read_text(encoding="utf-8")
-        import_annotations(study, parse_labels_csv(text, decisions=False), actor=lead)
+        import_annotations(study, parse_labels_csv(text, decisions=False), actor=lead, complete=False)
     return study

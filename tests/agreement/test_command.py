@@ -266,3 +266,23 @@ def test_thousands_of_categories_need_memory_far_below_their_square(tmp_path: Pa
     assert report["per_category"]["c2"]["cohen_kappa"] == 1.0  # both chose c2 on i2 only
     # One byte per pair of categories is 16 MB; the counts the report needs grow with n, not n * n.
     assert peak < n * n // 4, f"peak {peak:,} bytes"
+
+
+def test_a_ratings_directory_or_utf16_file_exits_with_status_2_in_one_line(tmp_path: Path) -> None:
+    utf16 = tmp_path / "ratings.csv"
+    utf16.write_bytes("item,annotator,label\nu1,a,x\nu1,b,x\n".encode("utf-16"))
+
+    directory = bad_input("--ratings", str(tmp_path))
+    encoding = bad_input("--ratings", str(utf16))
+
+    assert "is a directory, not a file" in directory and "\n" not in directory
+    assert "is UTF-16 (little-endian) text (byte-order mark at byte 0)" in encoding
+
+
+def test_an_unbalanced_quote_in_a_ratings_file_names_the_line_it_opened_on(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text('item,annotator,label\nu1,a,x\nu1,b,"y\nu2,a,x\nu2,b,x\n', encoding="utf-8")
+
+    message = bad_input("--ratings", str(path))
+
+    assert "line 3" in message and "still open at the end of the file" in message

@@ -25,9 +25,16 @@ GOOD = HEADER + (
     "https://github.com/ex/repo/issues/1,alice,fix_pattern,Fix framework version,1,1,\n"
     "https://github.com/ex/repo/issues/1,alice,issue_type,fault,2,1,\n"
     "https://github.com/ex/repo/issues/1,alice,symptom,PENDING,2,1,\n"
+    "https://github.com/ex/repo/issues/1,alice,fix_pattern,pending,2,1,\n"
     "https://github.com/ex/repo/issues/1,bob,issue_type,How-to question,1,1,\n"
     "https://github.com/ex/repo/issues/1,bob,howto_topic,parallel,1,1,\n"
     "http://www.github.com/ex/repo/issues/2#issuecomment-1,bob,issue_type,howto,1,1,\n"
+    "https://github.com/ex/repo/issues/2,bob,howto_topic,parallel,1,1,\n"
+)
+HOWTO_WITHOUT_ROUND = (
+    "item,annotator,dimension,label\n"
+    "https://github.com/ex/repo/issues/1,alice,issue_type,howto\n"
+    "https://github.com/ex/repo/issues/1,alice,howto_topic,parallel\n"
 )
 
 
@@ -107,7 +114,7 @@ def test_every_problem_is_reported_by_row_and_nothing_is_written(
     study: Study, book: Book, items: list[Item], annotator_a: User, outsider: User
 ) -> None:
     text = HEADER + (
-        "https://github.com/ex/repo/issues/1,alice,issue_type,fault,1,1,\n"
+        "https://github.com/ex/repo/issues/1,alice,issue_type,pending,1,1,\n"
         "https://github.com/ex/repo/issues/999,alice,issue_type,fault,1,1,\n"
         "https://github.com/ex/repo/issues/3,oscar,issue_type,fault,1,1,\n"
         "https://github.com/ex/repo/issues/4,alice,symptom,Crash,1,1,\n"
@@ -155,7 +162,10 @@ def test_labels_submitted_in_the_workbench_are_not_overwritten(
 ) -> None:
     round_ = make_round(study, 1, items[:1], {annotator_a: items[:1]})
     submit_annotation(Assignment.objects.get(round=round_), FAULT_HANG, annotator_a, codebook_version=3)
-    text = HEADER + "https://github.com/ex/repo/issues/1,alice,issue_type,howto,1,1,\n"
+    text = HEADER + (
+        "https://github.com/ex/repo/issues/1,alice,issue_type,howto,1,1,\n"
+        "https://github.com/ex/repo/issues/1,alice,howto_topic,parallel,1,1,\n"
+    )
     with pytest.raises(ImportLabelsError, match="in the workbench; an import does not overwrite them"):
         _import(text, study)
 
@@ -164,19 +174,25 @@ def test_without_a_round_labels_join_the_round_that_holds_the_item(
     study: Study, book: Book, items: list[Item], annotator_a: User
 ) -> None:
     make_round(study, 4, items[:1])
-    text = "item,annotator,dimension,label\nhttps://github.com/ex/repo/issues/1,alice,issue_type,howto\n"
+    text = HOWTO_WITHOUT_ROUND
     result = _import(text, study)
     assert result.rounds_created == []
     assert Assignment.objects.get().round.number == 4
 
 
-def test_without_any_round_one_imported_round_is_created_once(
+def test_a_label_for_an_item_in_no_round_is_refused_unless_a_round_is_named(
     study: Study, book: Book, items: list[Item], annotator_a: User
 ) -> None:
-    text = "item,annotator,dimension,label\nhttps://github.com/ex/repo/issues/1,alice,issue_type,howto\n"
-    assert _import(text, study).rounds_created == [1]
-    assert _import(text, study).unchanged == 1
-    assert Round.objects.count() == 1
+    rows = parse_labels_csv(HOWTO_WITHOUT_ROUND, decisions=False)
+    with pytest.raises(ImportLabelsError) as caught:
+        import_annotations(study, rows)
+    assert "row 2, round: item https://github.com/ex/repo/issues/1 is in no round" in str(caught.value)
+    assert "--round N" in str(caught.value)
+    assert not Round.objects.exists() and not Annotation.objects.exists()
+
+    assert import_annotations(study, rows, round_number=3).rounds_created == [3]
+    assert import_annotations(study, rows, round_number=3).unchanged == 1
+    assert Assignment.objects.get().round.number == 3 and Round.objects.count() == 1
 
 
 def test_a_merged_category_is_stored_as_its_target_keeping_the_original(
@@ -188,6 +204,7 @@ def test_a_merged_category_is_stored_as_its_target_keeping_the_original(
     text = HEADER + (
         "https://github.com/ex/repo/issues/1,alice,issue_type,fault,1,1,\n"
         "https://github.com/ex/repo/issues/1,alice,symptom,deploy-crash,1,1,\n"
+        "https://github.com/ex/repo/issues/1,alice,fix_pattern,fix-config,1,1,\n"
     )
     _import(text, study)
     value = LabelValue.objects.get(dimension=book.dimensions["symptom"])

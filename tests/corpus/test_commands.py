@@ -436,3 +436,93 @@ def test_import_so_dump_with_broken_xml_writes_nothing(study: Study, tmp_path: P
         run("import_so_dump", "ddp", str(path))
 
     assert Item.objects.count() == 0
+
+
+STRAY_QUOTE_CSV = (
+    "url,title,body\n"
+    "https://github.com/q/r/issues/1,ok,b\n"
+    'https://github.com/q/r/issues/2,"He said ""hi,b\n'
+    "https://github.com/q/r/issues/3,ok3,b\n"
+    "https://github.com/q/r/issues/4,ok4,b\n"
+)
+
+
+def test_unbalanced_quote_in_items_csv_is_refused_with_its_line(study: Study, tmp_path: Path) -> None:
+    path = tmp_path / "items.csv"
+    path.write_text(STRAY_QUOTE_CSV, encoding="utf-8")
+
+    with pytest.raises(CommandError) as failure:
+        run("import_items", "ddp", str(path))
+
+    assert "line 3" in str(failure.value) and "still open at the end of the file" in str(failure.value)
+    assert Item.objects.count() == 0
+
+
+def test_a_multi_line_body_in_items_csv_is_still_imported(study: Study, tmp_path: Path) -> None:
+    path = tmp_path / "items.csv"
+    path.write_text(
+        'url,title,body\nhttps://github.com/q/r/issues/1,ok,"line one\nline two"\n'
+        "https://github.com/q/r/issues/2,ok2,b\n",
+        encoding="utf-8",
+    )
+
+    out, _ = run("import_items", "ddp", str(path))
+
+    assert "2 created" in out
+    assert Item.objects.get(url="https://github.com/q/r/issues/1").body == "line one\nline two"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "is a directory, not a file"),
+        ("url,title\nhttps://example.org/a,café\n".encode("latin-1"), "byte 0xe9 at byte offset 35"),
+        ("url,title\nhttps://example.org/a,ok\n".encode("utf-16"), "is UTF-16 (little-endian) text"),
+    ],
+)
+def test_import_items_refuses_a_directory_or_another_encoding_in_one_line_with_status_2(
+    study: Study, tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "items.csv"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+
+    with pytest.raises(CommandError) as failure:
+        run("import_items", "ddp", str(path))
+
+    assert failure.value.returncode == 2
+    assert message in str(failure.value) and "\n" not in str(failure.value)
+    assert not ImportJob.objects.exists() and Item.objects.count() == 0
+
+
+def test_import_items_accepts_utf8_with_a_byte_order_mark(study: Study, tmp_path: Path) -> None:
+    path = tmp_path / "items.csv"
+    path.write_bytes(b"\xef\xbb\xbfurl,title\nhttps://example.org/a,caf\xc3\xa9\n")
+
+    out, _ = run("import_items", "ddp", str(path))
+
+    assert "1 created" in out and Item.objects.get().title == "café"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_deeply_nested_json_in_import_items_is_a_clear_error(
+    study: Study, tmp_path: Path, suffix: str
+) -> None:
+    path = tmp_path / f"items{suffix}"
+    path.write_text('{"url": "https://example.org/a", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+
+    with pytest.raises(CommandError) as failure:
+        run("import_items", "ddp", str(path))
+
+    assert "nested too deeply" in str(failure.value)
+    assert Item.objects.count() == 0
+
+
+def test_import_so_dump_refuses_a_directory_with_status_2(study: Study, tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as failure:
+        run("import_so_dump", "ddp", str(tmp_path))
+
+    assert failure.value.returncode == 2 and "is a directory, not a file" in str(failure.value)
+    assert not ImportJob.objects.exists()

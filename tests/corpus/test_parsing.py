@@ -433,4 +433,4 @@ def test_the_tosem_keras_candidate_list_reads_as_305_distinct_github_issues() ->
 
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     [error] = check_file(tmp_path / "nope.csv").errors
-    assert "file not found" in str(error)
+    assert "cannot read the file: no such file" in str(error)

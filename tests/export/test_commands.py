@@ -228,3 +228,11 @@ def test_a_full_disk_under_the_export_root_is_one_line_and_a_failed_job(
     assert ExportJob.objects.get().status == JobStatus.FAILED
     assert not output.exists()
     assert not [p for p in export_root.rglob("*") if p.is_file()]
+
+
+def test_import_study_refuses_a_directory_with_status_2(tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as failure:
+        run("import_study", "restored", str(tmp_path))
+
+    assert failure.value.returncode == 2 and "is a directory, not a file" in str(failure.value)
+    assert not Study.objects.filter(slug="restored").exists()

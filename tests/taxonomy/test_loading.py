@@ -203,7 +203,7 @@ def test_a_bad_file_is_refused_whole_with_the_offending_path(
 def test_unreadable_files_and_unknown_studies_are_refused(study: Study, tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"expected a \.json, \.yaml or \.yml file"):
         call_command("load_codebook", study.slug, str(tmp_path / "codebook.txt"))
-    with pytest.raises(CommandError, match="cannot read"):
+    with pytest.raises(CommandError, match="no such file"):
         call_command("load_codebook", study.slug, str(tmp_path / "missing.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "x", "dimensions": [}', encoding="utf-8")
@@ -279,3 +279,28 @@ def test_a_retired_dimension_named_again_by_the_file_is_restored(
     assert [d.key for d in index.dimensions] == ["issue-type", "symptom"]
     assert codebook_from_data(index.snapshot()) == codebook_from_data(CODEBOOK)
     assert not load_codebook(study, codebook_from_data(CODEBOOK)).changed
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "is a directory, not a file"),
+        ('{"name": "Café"}'.encode("latin-1"), "byte 0xe9 at byte offset 13"),
+        ('{"name": "x"}'.encode("utf-16"), "is UTF-16 (little-endian) text"),
+    ],
+)
+def test_load_codebook_refuses_a_directory_or_another_encoding_with_status_2(
+    study: Study, tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "codebook.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+
+    with pytest.raises(CommandError) as failure:
+        call_command("load_codebook", study.slug, str(path))
+
+    assert failure.value.returncode == 2
+    assert message in str(failure.value) and "\n" not in str(failure.value)
+    assert _counts() == (0, 0, 0, 0)

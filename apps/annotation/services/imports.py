@@ -49,14 +49,20 @@ class ImportLabelsResult:
     unchanged: int = 0
     assignments_created: int = 0
     rounds_created: list[int] = field(default_factory=list)
+    extra: int = 0  # annotations accepted beyond their round's overlap (``allow_extra``)
 
     def summary(self) -> str:
         rounds = (
             f"; created round(s) {', '.join(map(str, self.rounds_created))}" if self.rounds_created else ""
         )
+        extra = (
+            f"; {self.extra} annotation(s) beyond the round's overlap accepted (--allow-extra)"
+            if self.extra
+            else ""
+        )
         return (
             f"{self.annotations_created} annotations created, {self.annotations_updated} updated, "
-            f"{self.unchanged} unchanged ({self.assignments_created} assignments created){rounds}."
+            f"{self.unchanged} unchanged ({self.assignments_created} assignments created){rounds}{extra}."
         )
 
 
@@ -67,6 +73,7 @@ class _Group:
     item_id: int
     user: User
     round_number: int | None
+    item_url: str = ""
     findings: dict[int, LabelRow] = field(default_factory=dict)
     memo_parts: list[str] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
@@ -128,7 +135,13 @@ def _resolve_label(book: LoadedCodebook, dimension: str, text: str) -> tuple[str
 
 
 def import_annotations(
-    study: Study, rows: Sequence[LabelRow], *, actor: User | None = None
+    study: Study,
+    rows: Sequence[LabelRow],
+    *,
+    actor: User | None = None,
+    round_number: int | None = None,
+    allow_extra: bool = False,
+    complete: bool = True,
 ) -> ImportLabelsResult:
     """Store annotators' labels read from a labels file (`label_file.parse_labels_csv`) or a workbook.
 
@@ -139,9 +152,14 @@ def import_annotations(
     retired categories allowed: they are history; a merged category is stored as its target with the
     original kept), a change to labels submitted in the workbench or to a decided item.
 
-    Labels go to the round named in the file (created with method ``imported`` if missing); without a
-    round, to the round where the annotator already has the item, else the latest round holding the item,
-    else one new round "Imported labels". Assignments are created as submitted, annotations with
+    Labels go to the round named in the file, else to `round_number` (``--round``), either created with
+    method ``imported`` if missing; without a round, to the round where the annotator already has the item,
+    else the latest round holding the item; a label for an item in no round is refused (never put into a
+    new round unasked). Every applicable dimension needs a value (a category or ``pending``), as in the
+    workbench and the API; ``complete=False`` is for published historical labels only (the TOSEM 2023
+    workbooks, whose annotators left some cells blank: their agreement is computed as recorded). A label
+    by one annotator more than the round's overlap (as assigned, else the study's) is refused unless
+    `allow_extra`, which accepts and counts it. Assignments are created as submitted, annotations with
     ``imported=True``; finding numbers order the findings (gaps are closed). An annotation whose labels
     and memo are already stored is left alone, so importing the same file twice changes nothing. Each
     created or changed annotation sends `annotation_submitted`, as a browser submission does.
@@ -187,8 +205,9 @@ def import_annotations(
                 continue
             user = users[label_row.annotator]
             item_id = item_ids[label_row.item]
+            number = label_row.round if label_row.round is not None else round_number
             group = groups.setdefault(
-                (item_id, user.pk, label_row.round), _Group(item_id, user, label_row.round)
+                (item_id, user.pk, number), _Group(item_id, user, number, label_row.item)
             )
             merged = group.findings.get(label_row.finding)
             if merged is None:
@@ -204,10 +223,10 @@ def import_annotations(
                     group.memo_parts.append(memo.strip())
             group.rows.extend(label_row.rows)
         problems.extend(_annotator_problems(study, users, bad_annotators))
-        planned = _plan_import(book, groups, resolved, problems)
+        planned = _plan_import(book, groups, resolved, problems, complete)
         if problems:
             raise ImportLabelsError(problems)
-        _apply_import(study, book, planned, result, actor)
+        _apply_import(study, book, planned, result, actor, allow_extra)
     return result
 
 
@@ -263,6 +282,7 @@ def _plan_import(
     groups: Mapping[tuple[int, int, int | None], _Group],
     resolved: Mapping[tuple[str, str], tuple[str, str | None] | str],
     problems: list[LabelProblem],
+    complete: bool,
 ) -> list[_Planned]:
     """Each group's findings as a validated payload (problems mapped back to rows)."""
     planned: list[_Planned] = []
@@ -289,10 +309,19 @@ def _plan_import(
             clean = pl.validate_payload(
                 pl.parse_payload({"findings": findings_raw, "memo": "\n\n".join(group.memo_parts)}),
                 book.schema,
+                complete=complete,  # as the workbench and the API: no applicable dimension left empty
                 allow_inactive=True,
             )
         except pl.PayloadError as exc:
-            problems.extend(_row_problem(group, numbers, problem) for problem in exc.problems)
+            found = [_row_problem(group, numbers, problem) for problem in exc.problems]
+            # A finding with a wrong label gets that error alone, not also "left empty" for the dimensions
+            # that its wrong value happens to make applicable.
+            wrong = {p.finding for p, f in zip(exc.problems, found, strict=True) if f.field != "dimension"}
+            problems.extend(
+                f
+                for p, f in zip(exc.problems, found, strict=True)
+                if f.field != "dimension" or p.finding not in wrong
+            )
             continue
         planned.append(_Planned(group, list(clean.findings), clean.memo, originals))
     return planned
@@ -309,6 +338,17 @@ def _row_problem(group: _Group, numbers: Sequence[int], problem: pl.Problem) -> 
     item = f"item {label_row.item}" if label_row is not None else ""
     prefix = ", ".join(p for p in (item, where, dim) if p)
     message = f"{prefix}: {problem.message}" if prefix else problem.message
+    if (
+        problem.dimension
+        and label_row is not None
+        and all(lb.dimension != problem.dimension for lb in label_row.labels)
+    ):  # an applicable dimension the file leaves empty: no row of its own to point at
+        where_item = ", ".join(p for p in (item, where) if p)
+        message = (
+            f"{where_item}: the dimension applies to this finding but has no label; "
+            "add a row with its label or 'pending'"
+        )
+        return LabelProblem(row, "dimension", problem.dimension, message)
     return LabelProblem(row, "label", problem.value or "", message)
 
 
@@ -318,6 +358,7 @@ def _apply_import(
     planned: list[_Planned],
     result: ImportLabelsResult,
     actor: User | None,
+    allow_extra: bool,
 ) -> None:
     item_ids = {p.group.item_id for p in planned}
     rounds = {r.number: r for r in Round.objects.filter(study=study)}
@@ -330,14 +371,15 @@ def _apply_import(
             result.rounds_created.append(number)
     existing = {
         (a.round_id, a.item_id, a.annotator_id): a
-        for a in Assignment.objects.filter(study=study, item_id__in=item_ids).select_related("round")
+        for a in Assignment.objects.filter(study=study, item_id__in=item_ids).select_related(
+            "round", "annotator"
+        )
     }
     round_of_item: dict[int, Round] = {}
     for round_item in (
         RoundItem.objects.filter(item_id__in=item_ids).select_related("round").order_by("round__number")
     ):
         round_of_item[round_item.item_id] = round_item.round
-    fallback: Round | None = None
     decided = decided_item_ids(item_ids)
     annotations = {
         a.assignment_id: a for a in Annotation.objects.filter(assignment__in=list(existing.values()))
@@ -359,15 +401,16 @@ def _apply_import(
             elif group.item_id in round_of_item:
                 round_ = round_of_item[group.item_id]
             else:
-                if fallback is None:
-                    top = max(rounds) if rounds else 0
-                    fallback = Round.objects.create(
-                        study=study, number=top + 1, name="Imported labels", method=SampleMethod.IMPORTED,
-                        created_by=actor,
-                    )  # fmt: skip
-                    rounds[fallback.number] = fallback
-                    result.rounds_created.append(fallback.number)
-                round_ = fallback
+                problems.append(
+                    LabelProblem(
+                        group.rows[0] if group.rows else 0,
+                        "round",
+                        "",
+                        f"item {group.item_url} is in no round; say which in a 'round' column or with "
+                        "--round N",
+                    )
+                )
+                continue
         assignment = existing.get((round_.pk, group.item_id, group.user.pk))
         annotation = annotations.get(assignment.pk) if assignment else None
         if annotation is not None and annotation.submitted_at is not None:
@@ -402,6 +445,7 @@ def _apply_import(
                 plan,
             )
         )
+    problems.extend(_beyond_overlap(study, existing.values(), writes, result, allow_extra))
     if problems:
         raise ImportLabelsError(problems)
     _ensure_round_items({(a.round_id or a.round.pk, a.item_id) for a, _, _ in writes})
@@ -450,6 +494,43 @@ def _apply_import(
         annotation_submitted.send(
             sender=Annotation, annotation=annotation, item_id=annotation.assignment.item_id
         )
+
+
+def _beyond_overlap(
+    study: Study,
+    existing: Iterable[Assignment],
+    writes: Sequence[tuple[Assignment, Annotation | None, _Planned]],
+    result: ImportLabelsResult,
+    allow_extra: bool,
+) -> list[LabelProblem]:
+    """A problem for each new annotator of an item past its round's overlap (the annotators it has
+    already count first, then the file's in file order); with `allow_extra`, none, and they are counted."""
+    annotators: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for assignment in existing:
+        annotators[(assignment.round.pk, assignment.item_id)].append(assignment.annotator.username)
+    problems: list[LabelProblem] = []
+    for assignment, _, plan in sorted(writes, key=lambda w: w[2].group.rows[0] if w[2].group.rows else 0):
+        if assignment.pk is not None:
+            continue
+        round_ = assignment.round
+        names = annotators[(round_.pk, assignment.item_id)]
+        overlap = round_.assigned_overlap or study.overlap
+        if len(names) >= overlap:
+            if allow_extra:
+                result.extra += 1
+            else:
+                problems.append(
+                    LabelProblem(
+                        plan.group.rows[0] if plan.group.rows else 0,
+                        "annotator",
+                        plan.group.user.username,
+                        f"item {plan.group.item_url} in {round_} already has {len(names)} annotator(s) "
+                        f"({', '.join(names)}), the round's overlap of {overlap}; one more is refused "
+                        "(--allow-extra accepts it)",
+                    )
+                )
+        names.append(plan.group.user.username)
+    return problems
 
 
 def _ensure_round_items(pairs: set[tuple[int, int]]) -> None:

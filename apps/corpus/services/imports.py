@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.core.files import FileReadError, open_text
 from apps.core.jobs import (
     MAX_ERRORS,
     QUEUE_UNAVAILABLE,
@@ -418,12 +419,10 @@ def _import_github(
 def read_url_list(path: str | Path) -> list[str]:
     """URLs of a URL-list file: one per line; blank lines and `#` comments ignored."""
     try:
-        with Path(path).open(encoding="utf-8-sig") as handle:
+        with open_text(path) as handle:
             return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
-    except FileNotFoundError:
-        raise JobFailed(f"the URL list {path} does not exist") from None
-    except UnicodeDecodeError:
-        raise JobFailed(f"the URL list {path} is not UTF-8 text") from None
+    except FileReadError as exc:
+        raise JobFailed(f"the URL list {exc}") from None
 
 
 def _github_records(

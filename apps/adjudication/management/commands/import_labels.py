@@ -1,9 +1,12 @@
-"""``import_labels STUDY FILE.csv [--decisions]`` (DESIGN.md §4, labels format §5).
+"""``import_labels STUDY FILE.csv [--decisions] [--round N] [--allow-extra]`` (DESIGN.md §4, labels §5).
 
 Plain mode stores annotators' labels (`annotation.services.import_annotations`); each changed annotation
-is consolidated as if submitted in the browser. With ``--decisions`` the rows are gold decisions
-(`adjudication.services.import_decisions`, provenance ``imported``). Either way the file is checked whole
-first: any problem is reported by row, field and value, the command exits non-zero and nothing is written.
+is consolidated as if submitted in the browser. ``--round N`` is the round of rows without a ``round``
+column (a label for an item in no round is refused without it); ``--allow-extra`` accepts labels by more
+annotators than the round's overlap (refused otherwise) and counts them. With ``--decisions`` the rows
+are gold decisions (`adjudication.services.import_decisions`, provenance ``imported``). Either way the
+file is checked whole first: any problem is reported by row, field and value, the command exits non-zero
+and nothing is written.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from django.core.management.base import CommandError, CommandParser
 from apps.adjudication.services import import_decisions
 from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.services import ImportLabelsError, import_annotations
-from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
+from apps.core.cli import BaseCommand, positive_int
+from apps.core.commands import file_error, get_study
+from apps.core.files import FileReadError, read_text
 
 
 class Command(BaseCommand):
@@ -35,21 +39,34 @@ class Command(BaseCommand):
             action="store_true",
             help="The rows are gold decisions; the annotator column may be empty.",
         )
+        parser.add_argument(
+            "--round",
+            dest="round_number",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="The round of the rows that have no 'round' column (created if missing).",
+        )
+        parser.add_argument(
+            "--allow-extra",
+            action="store_true",
+            help="Accept labels by more annotators than the round's overlap (counted in the summary).",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
         path = Path(opts["file"])
         try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise CommandError(f"{path}: no such file.") from None
-        except IsADirectoryError:
-            raise CommandError(f"{path}: is a directory, not a labels CSV file.") from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(f"{path}: not UTF-8 text (byte {exc.start}); save the CSV as UTF-8.") from None
-        except OSError as exc:
-            raise CommandError(f"{path}: cannot read it ({exc.strerror}).") from None
+            text = read_text(path)
+        except FileReadError as exc:
+            raise file_error(exc) from None
         decisions = bool(opts["decisions"])
+        round_number: int | None = opts["round_number"]
+        if decisions and (round_number is not None or opts["allow_extra"]):
+            flag = "--round" if round_number is not None else "--allow-extra"
+            raise CommandError(
+                f"{flag} applies to annotators' labels, not to --decisions (use a 'round' column)."
+            )
         what = "decisions" if decisions else "labels"
         print(f"Reading {path} ...", file=sys.stderr)
         try:
@@ -62,7 +79,9 @@ class Command(BaseCommand):
                     f"({done.replaced} replacing a different one), {done.unchanged} unchanged."
                 )
             else:
-                summary = import_annotations(study, rows, actor=None).summary()
+                summary = import_annotations(
+                    study, rows, actor=None, round_number=round_number, allow_extra=opts["allow_extra"]
+                ).summary()
         except (LabelFileError, ImportLabelsError) as exc:
             raise CommandError(f"{path}: {what} refused, nothing written.\n{exc}") from exc
         self.stdout.write(f"Imported {what} into {study.slug!r}: {summary}")

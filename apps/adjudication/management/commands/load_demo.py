@@ -119,7 +119,8 @@ class Command(BaseCommand):
             rows = parse_labels_csv(path.read_text(encoding="utf-8"), decisions=False)
         except LabelFileError as exc:
             raise CommandError(f"{path.name}: {exc}") from exc
-        outcome = import_annotations(study, rows, actor=lead)
+        # the TOSEM 2023 annotators' real labels, blank cells included (complete=False)
+        outcome = import_annotations(study, rows, actor=lead, complete=False)
         self.stderr.write(f"labels round {number}: {outcome}")
 
     def _practice_round(self, study: Study, lead: User) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -21,7 +20,7 @@ from apps.agreement.metrics import MAX_BOOTSTRAP, agreement_report
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
 from apps.core.cli import BaseCommand, positive_int, whole_number
-from apps.core.commands import get_study
+from apps.core.commands import get_study, input_file
 
 BAD_INPUT = 2
 
@@ -93,9 +92,7 @@ class Command(BaseCommand):
 
     def _ratings(self, opts: dict[str, Any]) -> None:
         categories = None if opts["categories"] is None else opts["categories"].split(",")
-        path = Path(opts["ratings"])
-        if not path.is_file():
-            raise _fail(f"{path}: no such file")
+        path = input_file(opts["ratings"])
         try:
             table = parse_ratings(path, multi=opts["multi"], categories=categories)
         except RatingsFileError as exc:

@@ -11,7 +11,6 @@ The ``Final`` sheet holds gold decisions, which ``import_labels --decisions`` im
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -25,7 +24,7 @@ from apps.annotation.tosem_workbook import (
     tosem_synonyms,
 )
 from apps.core.cli import BaseCommand, positive_int
-from apps.core.commands import get_study
+from apps.core.commands import get_study, input_file
 from apps.taxonomy.index import CodebookIndex
 
 
@@ -53,9 +52,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
-        path = Path(opts["file"])
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file.")
+        path = input_file(opts["file"], text=False)
         names = [n.strip() for n in opts["annotators"].split(",")]
         if len(names) != 2 or not all(names):
             raise CommandError(
@@ -87,7 +84,9 @@ class Command(BaseCommand):
             print(f"left out:\n{listing}", file=sys.stderr)
         try:
             rows = group_labels(result.rows)
-            summary = import_annotations(study, rows, actor=None).summary()
+            # The published workbooks leave some cells blank: they are kept as recorded (complete=False),
+            # so that the study's agreement is the paper's.
+            summary = import_annotations(study, rows, actor=None, complete=False).summary()
         except (LabelFileError, ImportLabelsError) as exc:
             raise CommandError(f"{path}: labels refused, nothing written.\n{exc}") from exc
         self.stdout.write(f"Imported round {opts['number']} of {path.name} into {study.slug!r}: {summary}")

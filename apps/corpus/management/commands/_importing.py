@@ -10,7 +10,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.models import Study
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
+from apps.core.commands import get_study, input_file
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob
 from apps.corpus.screening import PRESETS
@@ -41,11 +41,11 @@ def add_screening_arguments(parser: CommandParser, *, tags: bool = False) -> Non
     )
 
 
-def existing_file(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise CommandError(f"{text}: no such file")
-    return path.resolve()
+def existing_file(text: str, *, check_bytes: int | None = None) -> Path:
+    """The text file an import reads, checked first (`core.commands.input_file`: a directory, another
+    encoding or bytes that are not UTF-8 exit with status 2 and one line); `check_bytes` limits the
+    encoding check to the file's beginning (a dump of many gigabytes)."""
+    return input_file(text, check_bytes=check_bytes).resolve()
 
 
 class ImportCommand(BaseCommand):

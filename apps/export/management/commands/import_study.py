@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.cli import BaseCommand
+from apps.core.commands import input_file
 from apps.export.package import PackageError, import_study
 
 
@@ -23,6 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("package", metavar="PACKAGE.zip")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        input_file(opts["package"], text=False)
         try:
             result = import_study(
                 opts["study"], opts["package"], echo=lambda line: print(line, file=sys.stderr)

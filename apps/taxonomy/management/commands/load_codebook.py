@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
-from apps.taxonomy.codebook_spec import CodebookError
+from apps.core.commands import get_study, input_file
+from apps.taxonomy.codebook_spec import CodebookError, format_of
 from apps.taxonomy.loading import load_codebook_file
 from apps.taxonomy.services import CodebookEditError
 
@@ -27,6 +27,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
         try:
+            format_of(opts["file"])
+            input_file(opts["file"])  # a directory or another encoding: one line, exit status 2
             result = load_codebook_file(study, opts["file"], dry_run=opts["dry_run"])
         except CodebookError as exc:
             raise CommandError(f"{opts['file']}: codebook refused, nothing written. {exc}") from exc

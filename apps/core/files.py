@@ -1,0 +1,259 @@
+"""Reading the files people hand to Taxonomist: one way to open them, one way to read CSV. Pure: no Django.
+
+Every command and parser that reads a user's file goes through here (items, labels, ratings, codebooks,
+URL lists, dumps, packages), so that the same mistakes get the same one-line answer:
+
+* a path that is missing, a directory or not a regular file: :class:`FileReadError` saying so;
+* text that is not UTF-8: the encoding found, when it can be told (a UTF-16 or UTF-32 byte-order mark,
+  NUL bytes as UTF-16 text has them), and the byte offset of the first byte that is not UTF-8 (a
+  latin-1 or Windows-1252 file, typically). A UTF-8 byte-order mark is accepted and dropped.
+
+:func:`csv_records` reads CSV so that a stray quote never swallows rows. Python's ``csv`` module lets a
+quoted field run across line ends (a body with newlines is legitimate), so one unbalanced ``"`` takes
+every following line into that field. The rule that tells the two apart:
+
+* a quoted field still open at the end of the file is refused, naming the line where its quote opened;
+* a record that runs across line ends and ends with a different number of fields than the header is
+  refused the same way (a legitimate multi-line field leaves its record as wide as the header; a stray
+  quote that closes on a later line by chance almost never does);
+* anything else the ``csv`` module's strict mode refuses (text after a closing quote) is refused with
+  the line of its record.
+
+A record's first physical line is the line where any multi-line field in it opened: the fields before
+that field hold no line end.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+import stat
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+__all__ = [
+    "CsvFormatError",
+    "FileReadError",
+    "check_utf8",
+    "csv_records",
+    "decode_utf8",
+    "open_text",
+    "read_text",
+    "regular_file",
+]
+
+# Bodies of long issues exceed csv's default 128 KiB field limit.
+CSV_FIELD_LIMIT = 64 * 1024 * 1024
+_SNIFF = 4096
+_SCAN_CHUNK = 1 << 20
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32 (little-endian)"),
+    (codecs.BOM_UTF32_BE, "UTF-32 (big-endian)"),
+    (codecs.BOM_UTF16_LE, "UTF-16 (little-endian)"),
+    (codecs.BOM_UTF16_BE, "UTF-16 (big-endian)"),
+)
+
+
+class FileReadError(ValueError):
+    """A file that cannot be read as asked. `message` is one line that reads after the file's name ("is a
+    directory, not a file"), `str()` is ``PATH: message``; `offset` is the byte offset of the first
+    undecodable byte, when that is the problem."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str, *, offset: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.message = message
+        self.offset = offset
+        super().__init__(f"{self.path}: {message}")
+
+
+class CsvFormatError(ValueError):
+    """CSV that cannot be read safely; `line` is the physical line (1-based) where the bad record, or the
+    quoted field that never closes, starts."""
+
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        self.message = message
+        super().__init__(f"line {line}: {message}")
+
+
+def regular_file(path: str | os.PathLike[str]) -> Path:
+    """`path` as a Path when it names an existing regular file (symlinks followed); else FileReadError."""
+    target = Path(path).expanduser()
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        raise FileReadError(path, "no such file") from None
+    except PermissionError:
+        raise FileReadError(path, "cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise FileReadError(path, "is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise FileReadError(path, "is not a regular file")
+    return target
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The whole file as text: UTF-8, a leading byte-order mark dropped. Raises FileReadError."""
+    target = regular_file(path)
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
+    return decode_utf8(data, path)
+
+
+def decode_utf8(data: bytes, path: str | os.PathLike[str]) -> str:
+    """`data` decoded as UTF-8 (a UTF-8 byte-order mark dropped), or FileReadError naming the encoding
+    found and the byte offset."""
+    _refuse_other_encodings(data[:_SNIFF], path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, data[exc.start : exc.start + 1], exc.start) from None
+
+
+@contextmanager
+def open_text(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """Open a file as UTF-8 text for streaming (``newline=""``, as csv wants; a byte-order mark dropped).
+
+    The kind of file and its first bytes are checked on opening; a byte that is not UTF-8 further on
+    surfaces, while the caller reads, as FileReadError with its offset in the file (found by scanning the
+    file again, only then)."""
+    target = regular_file(path)
+    try:
+        with target.open("rb") as raw:
+            head = raw.read(_SNIFF)
+    except OSError as exc:
+        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
+    _refuse_other_encodings(head, path)
+    try:
+        handle = target.open(encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
+    with handle:
+        try:
+            yield handle
+        except UnicodeDecodeError:
+            raise _located_decode_error(target, path) from None
+
+
+def check_utf8(path: str | os.PathLike[str], *, limit: int | None = None) -> Path:
+    """Check that `path` is a regular file of UTF-8 text (its first `limit` bytes, or all of it), in
+    bounded memory; return it as a Path. Raises FileReadError naming the encoding found and the offset."""
+    target = regular_file(path)
+    try:
+        with target.open("rb") as raw:
+            head = raw.read(_SNIFF)
+    except OSError as exc:
+        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
+    _refuse_other_encodings(head, path)
+    problem = _decode_problem(target, path, limit)
+    if problem is not None:
+        raise problem
+    return target
+
+
+def _refuse_other_encodings(head: bytes, path: str | os.PathLike[str]) -> None:
+    if head.startswith(codecs.BOM_UTF8):
+        return
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            raise FileReadError(
+                path, f"is {name} text (byte-order mark at byte 0), not UTF-8; save it as UTF-8", offset=0
+            )
+    nul = head.find(b"\x00")
+    if nul != -1:
+        guess = "UTF-16 text" if nul <= 1 or head.count(b"\x00") * 4 >= len(head) else "binary data"
+        raise FileReadError(
+            path, f"looks like {guess} (a NUL byte at byte {nul}), not UTF-8; save it as UTF-8", offset=nul
+        )
+
+
+def _not_utf8(path: str | os.PathLike[str], byte: bytes, offset: int) -> FileReadError:
+    shown = f"0x{byte[0]:02x}" if byte else "a truncated character"
+    hint = ""
+    if byte and byte[0] >= 0x80:
+        hint = f" (latin-1 or Windows-1252 text? there {shown} is {byte.decode('cp1252', 'replace')!r})"
+    return FileReadError(
+        path, f"is not UTF-8: byte {shown} at byte offset {offset}{hint}; save it as UTF-8", offset=offset
+    )
+
+
+def _located_decode_error(target: Path, path: str | os.PathLike[str]) -> FileReadError:
+    return _decode_problem(target, path, None) or FileReadError(path, "is not UTF-8; save it as UTF-8")
+
+
+def _decode_problem(target: Path, path: str | os.PathLike[str], limit: int | None) -> FileReadError | None:
+    """The first byte of the file (within `limit` bytes) that is not UTF-8, as an error; None if none."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    try:
+        with target.open("rb") as raw:
+            while (limit is None or offset < limit) and (chunk := raw.read(_SCAN_CHUNK)):
+                held = len(decoder.getstate()[0])  # bytes of a character begun in the previous chunk
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    # exc.start counts from the held bytes, which come before this chunk
+                    start = offset - held + exc.start
+                    data = exc.object[exc.start : exc.start + 1]
+                    return _not_utf8(path, bytes(data), max(0, start))
+                offset += len(chunk)
+            if limit is None or offset < limit:
+                try:
+                    decoder.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    start = offset - len(decoder.getstate()[0])
+                    return FileReadError(
+                        path, f"is not UTF-8: it ends inside a character begun at byte {start}", offset=start
+                    )
+    except OSError as exc:
+        return FileReadError(path, f"cannot be read ({exc.strerror})")
+    return None
+
+
+def csv_records(lines: Iterable[str], *, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """The records of CSV text (`lines`: an open text file, or ``io.StringIO``), each with the physical
+    line it starts on; the first record is the header. Blank records are yielded too (the callers skip
+    them). Raises CsvFormatError for a stray quote (module docstring) or other malformed CSV.
+    """
+    csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, CSV_FIELD_LIMIT)))
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    width: int | None = None
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc) or "newline inside string" in str(exc):
+                raise CsvFormatError(
+                    start,
+                    "a quoted field opened on this line is still open at the end of the file "
+                    "(a stray or unbalanced '\"'?); every following line would be read into it",
+                ) from None
+            if "expected after" in str(exc):
+                raise CsvFormatError(
+                    start,
+                    "a quoted field of the record starting on this line has text after its closing quote "
+                    '(a \'"\' inside a quoted field is written twice: "")',
+                ) from None
+            raise CsvFormatError(start, f"malformed CSV ({exc})") from None
+        end = reader.line_num
+        if width is None:
+            width = len(row)
+        elif end > start and len(row) != width:
+            raise CsvFormatError(
+                start,
+                f"a quoted field opened on this line runs to line {end} and leaves the record with "
+                f"{len(row)} fields where the header has {width} (a stray or unbalanced '\"'?)",
+            )
+        yield start, row
+        start = end + 1
