@@ -220,3 +220,49 @@ def test_the_lead_keeps_the_full_status(world: World) -> None:
     status = client.get(f"/api/v1/studies/{world.study.slug}/status/").json()
     assert status["disagreements_open"] == 1
     assert set(status["decisions"]) == {"unanimous", "majority", "adjudicated", "imported"}
+
+
+def _bobs_shared_item_after(world: World, alice_labels: dict[str, Any]) -> dict[str, str]:
+    """Alice, then bob, label item 3: bob's own page of it, his annotation, and his attempt to change it."""
+    savepoint = transaction.savepoint()
+    try:
+        version = labelling.load_codebook(world.study).version
+        alice, bob = world.assignment("alice", 2), world.assignment("bob", 2)
+        labelling.submit_annotation(alice, alice_labels, world.alice, codebook_version=version)
+        labelling.submit_annotation(bob, BOB_LABELS, world.bob, codebook_version=version)
+        client = APIClient()
+        client.force_login(world.bob)
+        page = reverse("annotation:workbench", kwargs={"slug": world.study.slug, "pk": bob.pk})
+        api = f"/api/v1/studies/{world.study.slug}/assignments/{bob.pk}/annotation/"
+        seen = {}
+        for headers in ({}, {"HX-Request": "true"}):
+            response = client.get(page, headers=headers)
+            seen[f"page {headers}"] = f"{response.status_code} " + _VOLATILE.sub(
+                "…", response.content.decode()
+            )
+        seen["api"] = _VOLATILE.sub("…", client.get(api).content.decode())
+        draft = reverse("annotation:draft", kwargs={"slug": world.study.slug, "pk": bob.pk})
+        response = client.post(draft, {"f1-type": "fault", "memo": "draft"}, headers={"HX-Request": "true"})
+        seen["autosave"] = f"{response.status_code} {_VOLATILE.sub('…', response.content.decode())}"
+        edit = {
+            "findings": [{"values": {"type": ["fault"], "symptom": ["crash"], "fix": ["config"]}}],
+            "memo": "no",
+        }
+        response = client.post(api, edit, format="json")
+        seen["edit"] = f"{response.status_code} {_VOLATILE.sub('…', response.content.decode())}"
+        return seen
+    finally:
+        transaction.savepoint_rollback(savepoint)
+        cache.clear()
+
+
+def test_bobs_own_page_and_edit_of_a_shared_item_read_the_same_whether_alice_agreed(world: World) -> None:
+    """Once both submitted, an automatic decision (they agreed) and an open disagreement must look alike
+    to bob: 'this item is decided' on his page, or an edit refused only when she agreed, would tell him."""
+    agreed = _bobs_shared_item_after(world, {"findings": BOB_LABELS["findings"], "memo": ""})
+    disagreed = _bobs_shared_item_after(
+        world,
+        {"findings": [{"values": {"type": ["fault"], "symptom": ["hang"], "fix": ["code"]}}], "memo": ""},
+    )
+    moved = [what for what in agreed if agreed[what] != disagreed[what]]
+    assert not moved, "these tell bob whether alice agreed: " + ", ".join(moved)

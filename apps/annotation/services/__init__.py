@@ -24,6 +24,7 @@ from .common import (
     RoundError,
     StaleCodebook,
     decided_item_ids,
+    final_reason,
     load_codebook,
     stored_labels,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "decided_item_ids",
     "draw_round",
     "eligible_items",
+    "final_reason",
     "import_annotations",
     "load_codebook",
     "matching_items",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from apps.accounts.models import Study
 from apps.corpus.models import Item
@@ -13,7 +13,7 @@ from apps.taxonomy.index import CodebookIndex
 
 from .. import payload as pl
 from ..label_file import LabelProblem, report
-from ..models import Annotation
+from ..models import Annotation, Assignment, AssignmentStatus
 
 DECIDED = "decided"  # adjudication's ReviewState.DECIDED, read without importing adjudication
 MAX_SECONDS_PER_ITEM = 3 * 3600
@@ -144,6 +144,31 @@ def decided_item_ids(item_ids: Iterable[int]) -> set[int]:
         .values_list("pk", flat=True)
         .distinct()
     )
+
+
+ROUND_COMPLETE = "Every annotator of this item has submitted: its labels are final and can no longer change."
+ITEM_DECIDED = "This item is decided: its labels are final and can no longer change."
+
+
+def final_reason(assignment: Assignment) -> str | None:
+    """Why the labels of `assignment`'s item in its round can no longer change, or None.
+
+    Final once every annotator the item has in the round (two or more) submitted, whether it was then
+    decided automatically (they agreed) or waits for the lead (they did not): the answer, and the message,
+    are the same either way, so an annotator's page, autosave or edit never tells whether the others
+    chose as they did (blindness, docs/security.md). Final earlier too when a decision came first (a
+    lead's, or an imported one). An item assigned to one annotator stays theirs to change until decided:
+    there is nobody to be blind to. One query while `assignment` is open (the round cannot be complete
+    then), two after."""
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        counts = Assignment.objects.filter(
+            item_id=assignment.item_id, round_id=assignment.round_id
+        ).aggregate(total=Count("id"), open=Count("id", filter=~Q(status=AssignmentStatus.SUBMITTED)))
+        if counts["total"] >= 2 and counts["open"] == 0:
+            return ROUND_COMPLETE
+    if decided_item_ids([assignment.item_id]):
+        return ITEM_DECIDED
+    return None
 
 
 def stored_labels(annotation: Annotation, book: LoadedCodebook) -> list[dict[str, pl.Value]]:

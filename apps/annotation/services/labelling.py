@@ -34,7 +34,7 @@ from .common import (
     LoadedCodebook,
     NotYourAssignment,
     StaleCodebook,
-    decided_item_ids,
+    final_reason,
     load_codebook,
     loaded_codebook,
     stored_labels,
@@ -55,13 +55,13 @@ def check_draft_size(data: Mapping[str, Any]) -> None:
 def save_draft(assignment: Assignment, user: User, data: Mapping[str, Any]) -> Annotation | None:
     """Autosave: keep the workbench's unsubmitted state (`data`, the payload JSON as the form holds it,
     unvalidated) on the annotation, creating it on first save. Returns None when nothing is stored: the
-    item is decided, or the draft equals the labels already submitted."""
+    item's labels are final (`final_reason`), or the draft equals the labels already submitted."""
     check_draft_size(data)
     draft = {"findings": data.get("findings", []), "memo": str(data.get("memo", ""))}
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
         _check_annotator(locked, user)
-        if decided_item_ids([locked.item_id]):
+        if final_reason(locked) is not None:
             return None
         annotation = Annotation.objects.filter(assignment=locked).first()
         now = timezone.now()
@@ -160,7 +160,8 @@ def submit_annotation(
 
     One transaction; the assignment row is locked first (two clicks or two tabs queue up here), then the
     codebook row is share-locked (`_hold_codebook`: a concurrent merge waits or is waited for), then:
-    refuse (NotYourAssignment) if `user` is not its annotator, (AlreadyDecided) if the item is decided;
+    refuse (NotYourAssignment) if `user` is not its annotator, (AlreadyDecided) if the item's labels are final
+    (`final_reason`: decided, or every annotator of the item in the round submitted);
     validate against the current codebook with every applicable dimension required (InvalidLabels, or
     StaleCodebook when `codebook_version`, the version the page was rendered with, is older than the
     current one and a value names a changed category); when the same labels are already submitted,
@@ -188,8 +189,8 @@ def submit_annotation(
         _check_annotator(locked, user)
         if study is not None and locked.study_id != study.pk:
             raise NotYourAssignment("This item is not assigned to you.")
-        if decided_item_ids([locked.item_id]):
-            raise AlreadyDecided("This item is decided: its labels can no longer change.")
+        if (final := final_reason(locked)) is not None:
+            raise AlreadyDecided(final)
         book = _hold_codebook(locked.study)
         clean = _validated(payload, book, user, codebook_version)
         now = timezone.now()

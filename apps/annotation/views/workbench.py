@@ -2,8 +2,8 @@
 
 Another annotator's assignment is a 404 (`Assignment.objects.for_annotator`), and nothing here reads
 another annotator's labels, except those of a decided item when the study reveals them. A refused
-submission re-renders the page with status 422 (409 for a stale codebook or a decided item), the
-posted labels kept and the problems listed (docs/labelling.md, "Errors").
+submission re-renders the page with status 422 (409 for a stale codebook, or an item whose labels are
+final), the posted labels kept and the problems listed (docs/labelling.md, "Errors").
 """
 
 from __future__ import annotations
@@ -243,7 +243,11 @@ def _workbench_context(
     book = services.load_codebook(study)
     item = ensure_rendered(assignment.item)
     annotation = _annotation_of(assignment)
-    decided = bool(services.decided_item_ids([item.pk]))
+    # Final the same way whether an automatic decision followed or not: blind (services.final_reason).
+    final = services.final_reason(assignment)
+    # Only a study that reveals labels after a decision shows whether there was one.
+    decided = final is not None and study.reveal_labels_after_decision
+    decided = decided and bool(services.decided_item_ids([item.pk]))
     if posted is not None:
         selections, memo = pl.selections(posted), str(posted.get("memo", ""))
     elif annotation is not None and annotation.draft:
@@ -285,7 +289,7 @@ def _workbench_context(
         annotation=annotation,
         submitted=annotation is not None and annotation.submitted_at is not None,
         has_draft=annotation is not None and bool(annotation.draft),
-        decided=decided,
+        final=final,
         dimensions=dimensions,
         findings=findings,
         no_longer=[
