@@ -21,6 +21,7 @@ import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from django.apps import apps
 
@@ -51,11 +52,16 @@ ALLOWED_GET_MODEL: dict[tuple[str, str], str] = {
 }
 
 
+def contract(contract_id: str) -> dict[str, Any]:
+    """The import-linter contract of pyproject.toml with this id."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (found,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == contract_id]
+    return found
+
+
 def layer_ranks() -> dict[str, int]:
     """App package name → its level in the import-linter layers contract (0 is the bottom, `core`)."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
-    levels = list(reversed(contract["layers"]))
+    levels = list(reversed(contract("layers")["layers"]))
     return {app.strip(): rank for rank, level in enumerate(levels) for app in re.split(r"[|:]", level)}
 
 
@@ -145,6 +151,16 @@ def test_the_allowlists_hold_no_stale_entry() -> None:
         ALLOWED_GET_MODEL.keys() - get_model_violations().keys()
     )
     assert not stale, f"fixed: remove these entries from tests/core/test_layering.py: {sorted(stale)}"
+
+
+def test_every_module_that_says_it_is_pure_is_in_the_pure_contract() -> None:
+    """A module's docstring saying "Pure" or "No Django" is a promise lint-imports keeps only for the
+    modules listed in the `pure` contract: the list and the docstrings must agree."""
+    says_pure = set()
+    for path, _app, source in app_sources():
+        if re.search(r"\bPure\b|\b[Nn]o Django\b", ast.get_docstring(ast.parse(source)) or ""):
+            says_pure.add(path.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
+    assert says_pure == set(contract("pure")["source_modules"])
 
 
 def test_a_table_name_in_sql_is_found_as_a_word_only() -> None:
