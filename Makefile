@@ -17,7 +17,7 @@ help:
 	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
 	@echo "make reset-demo  the demo study afresh (drops every change made in it)"
 	@echo "make test   install (Chromium too) and run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)"
-	@echo "make lint   ruff, ruff format --check, mypy, migrations check"
+	@echo "make lint   ruff, ruff format --check, mypy, import-linter (the layers), migrations check"
 	@echo "make e2e    the whole study in Chromium (installs Debian's chromium if missing)"
 	@echo "make bench  benchmarks on PostgreSQL (DATABASE_URL), figures for docs/performance.md"
 	@echo "make load   50 annotators + 2 leads for 5 minutes (LOAD_ARGS=...); make load-quick: 30 s"
@@ -70,6 +70,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 format: install
