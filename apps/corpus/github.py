@@ -10,16 +10,15 @@ Behaviour at the network boundary (DESIGN.md §4):
 - pagination follows the ``Link: <...>; rel="next"`` header; a next link is always sent to the
   configured ``api_url`` host (a recorded replay names api.github.com; a hostile one could name
   another host), and the token is only ever sent there;
-- rate limits: a ``403``/``429`` with ``Retry-After`` waits that many seconds; one with
-  ``X-RateLimit-Remaining: 0`` waits until ``X-RateLimit-Reset`` (+1 s for clock skew); a
-  secondary-limit ``403`` without either waits 60 s. A successful response that leaves
-  ``X-RateLimit-Remaining: 0`` makes the next request wait for the reset instead of failing first.
-  Every wait is reported through ``on_wait(seconds, reason)`` before sleeping;
-- ``5xx``, connection errors (resets, timeouts, cut transfers) and bodies that are not valid JSON
-  are retried ``max_retries`` times with exponential backoff (``backoff_base * 2**n`` seconds), then
-  :class:`GitHubUnavailable` or :class:`InvalidResponse` is raised; while hydrating a URL list an
-  issue whose body stays invalid, or that answers ``404``/``410``/``451``, becomes a
-  :class:`Failed` and the rest continue;
+- timeouts, retries of ``5xx`` and connection errors with exponential backoff, ``Retry-After``,
+  and waiting out an exhausted limit (``403``/``429`` with ``X-RateLimit-Remaining: 0`` until
+  ``X-RateLimit-Reset``) are the importers' one policy, :mod:`apps.corpus.http`; every wait is
+  reported through ``on_wait(seconds, reason)`` before sleeping. Only GitHub's own rules are here:
+  a secondary-limit ``403`` (or a ``429``) without either header waits 60 s; a body that is not
+  valid JSON is retried like a server error, then :class:`InvalidResponse` is raised (retries that
+  run out otherwise raise :class:`GitHubUnavailable`); while hydrating a URL list an issue whose
+  body stays invalid, or that answers ``404``/``410``/``451``, becomes a :class:`Failed` and the
+  rest continue;
 - ``401`` raises :class:`TokenRejected`; any other ``4xx`` raises :class:`GitHubError`.
 
 The token is never put in an exception message, a log line, ``repr(client)`` or a record.
@@ -32,7 +31,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -48,7 +46,19 @@ from apps.corpus.records import (
 )
 from apps.corpus.screening import first_matching_label
 
-from .http import CONNECTION_ERRORS, NoticeCallback, WaitCallback
+from .http import (
+    DEFAULT_MAX_WAIT,
+    DEFAULT_TIMEOUT,
+    HttpPolicy,
+    NoticeCallback,
+    PolicyError,
+    RateLimited,
+    RetriesExhausted,
+    Timeout,
+    Transient,
+    WaitCallback,
+    new_session,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 SEARCH_RESULT_CAP = 1000
@@ -197,26 +207,14 @@ def issue_to_record(issue: Mapping[str, Any], comments: Iterable[Mapping[str, An
     )
 
 
-def _retry_after_seconds(value: str, now: float) -> float | None:
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        moment = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return max(moment.timestamp() - now, 0.0)
-
-
 class GitHubClient:
     """Reads issues from the GitHub REST API v3 (github.com or an Enterprise ``/api/v3`` root).
 
     ``session``, ``sleep`` and ``clock`` are injectable so tests replay recorded responses without
-    waiting. ``on_wait(seconds, reason)`` hears of every wait (rate limit, retry backoff) before it
-    starts; ``on_notice(message)`` hears of results the API will not deliver (the Search API stops
-    at 1,000 results).
+    waiting; they and ``max_retries``, ``backoff_base``, ``max_rate_limit_waits``, ``max_wait`` and
+    ``timeout`` configure the client's :class:`~apps.corpus.http.HttpPolicy`. ``on_wait(seconds,
+    reason)`` hears of every wait (rate limit, retry backoff) before it starts; ``on_notice(message)``
+    hears of results the API will not deliver (the Search API stops at 1,000 results).
     """
 
     def __init__(
@@ -232,7 +230,8 @@ class GitHubClient:
         clock: Callable[[], float] = time.time,
         backoff_base: float = 1.0,
         max_rate_limit_waits: int = 20,
-        timeout: float | tuple[float, float] = (10.0, 60.0),
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
         parts = urlsplit(api_url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -240,16 +239,18 @@ class GitHubClient:
         self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self._api_origin = (parts.scheme, parts.netloc)
         self._token = token or None
-        self._session = session if session is not None else requests.Session()
-        self._sleep = sleep
-        self._clock = clock
-        self.max_retries = max_retries
-        self._on_wait = on_wait
+        self._session = session if session is not None else new_session()
+        self._policy = HttpPolicy(
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_wait=max_wait,
+            max_rate_limit_waits=max_rate_limit_waits,
+            sleep=sleep,
+            clock=clock,
+            on_wait=on_wait,
+        )
         self._on_notice = on_notice
-        self._backoff_base = backoff_base
-        self._max_rate_limit_waits = max_rate_limit_waits
-        self._timeout = timeout
-        self._resume_at: float | None = None
 
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r}, token={'<set>' if self._token else None})"
@@ -448,114 +449,46 @@ class GitHubClient:
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
-    def _wait(self, seconds: float, reason: str) -> None:
-        if self._on_wait is not None:
-            self._on_wait(seconds, reason)
-        self._sleep(seconds)
-
     def _get_json(self, url: str, params: Mapping[str, str] | None = None) -> tuple[Any, requests.Response]:
-        failures = 0
-        rate_limit_waits = 0
-        path = _path(url)
-        while True:
-            if self._resume_at is not None:
-                remaining = self._resume_at - self._clock()
-                self._resume_at = None
-                if remaining > 0:
-                    self._wait(remaining, "rate limit used up; waiting for it to reset")
-            # Failures are handled after the except blocks, so that no exception raised here keeps
-            # the requests exception (whose request holds the Authorization header) as its context.
-            response: requests.Response | None = None
-            try:
-                response = self._session.get(
-                    url, params=params, headers=self._headers(url), timeout=self._timeout
-                )
-            except CONNECTION_ERRORS as exc:
-                problem = f"connection failed ({type(exc).__name__})"
-            if response is None:
-                failures += 1
-                if failures > self.max_retries:
-                    raise GitHubUnavailable(f"GET {path}: {problem}, {self.max_retries} retries exhausted")
-                self._backoff(failures, f"GET {path}: {problem}")
-                continue
+        label = f"GET {_path(url)}"
+        try:
+            return self._policy.get(
+                self._session,
+                url,
+                label=label,
+                judge=lambda response: _judge(response, label),
+                params=params,
+                headers=self._headers(url),
+            )
+        except PolicyError as exc:
+            if exc.invalid_body:
+                raise InvalidResponse(str(exc), exc.status) from None
+            if isinstance(exc, RetriesExhausted):
+                raise GitHubUnavailable(str(exc), exc.status) from None
+            raise GitHubError(str(exc), exc.status) from None
 
-            status = response.status_code
-            if status == 401:
-                raise TokenRejected(
-                    f"token rejected: GitHub answered 401 to GET {path}; check GITHUB_TOKEN", 401
-                )
-            rate_limited = self._rate_limit_wait(response)
-            if rate_limited is not None:
-                rate_limit_waits += 1
-                if rate_limit_waits > self._max_rate_limit_waits:
-                    raise GitHubError(
-                        f"GET {path}: still rate limited after {self._max_rate_limit_waits} waits", status
-                    )
-                self._wait(*rate_limited)
-                continue
-            if status in _NOT_FOUND_STATUSES:
-                raise NotFound(f"GET {path}: {status} {response.reason or 'Not Found'}", status)
-            if status >= 500:
-                failures += 1
-                if failures > self.max_retries:
-                    raise GitHubUnavailable(
-                        f"GET {path}: server error {status}, {self.max_retries} retries exhausted", status
-                    )
-                self._backoff(failures, f"GET {path}: server error {status}")
-                continue
-            if status >= 400:
-                raise GitHubError(f"GET {path}: {status} {_api_message(response)}", status)
-            valid = True
-            try:
-                data = response.json()
-            except ValueError:
-                valid = False
-            if not valid:
-                failures += 1
-                if failures > self.max_retries:
-                    raise InvalidResponse(
-                        f"GET {path}: the response is not valid JSON (truncated?), "
-                        f"{self.max_retries} retries exhausted",
-                        status,
-                    )
-                self._backoff(failures, f"GET {path}: invalid JSON in the response")
-                continue
-            self._note_rate_limit(response)
-            return data, response
 
-    def _backoff(self, failures: int, problem: str) -> None:
-        seconds = self._backoff_base * 2 ** (failures - 1)
-        self._wait(seconds, f"{problem}; retry {failures} of {self.max_retries}")
-
-    def _rate_limit_wait(self, response: requests.Response) -> tuple[float, str] | None:
-        if response.status_code not in (403, 429):
-            return None
-        headers = response.headers
-        retry_after = headers.get("Retry-After")
-        if retry_after is not None:
-            seconds = _retry_after_seconds(retry_after, self._clock())
-            if seconds is not None:
-                return seconds, f"rate limited ({response.status_code}); Retry-After {retry_after}"
-        if headers.get("X-RateLimit-Remaining") == "0" and headers.get("X-RateLimit-Reset", "").isdigit():
-            reset = int(headers["X-RateLimit-Reset"])
-            seconds = max(reset - self._clock(), 0.0) + 1.0
-            return seconds, f"rate limit exhausted ({response.status_code}); resets at {_utc(reset)}"
-        if response.status_code == 429 or "rate limit" in _api_message(response).lower():
-            return _SECONDARY_LIMIT_WAIT, f"secondary rate limit ({response.status_code})"
-        return None
-
-    def _note_rate_limit(self, response: requests.Response) -> None:
-        headers = response.headers
-        if headers.get("X-RateLimit-Remaining") == "0" and headers.get("X-RateLimit-Reset", "").isdigit():
-            self._resume_at = int(headers["X-RateLimit-Reset"]) + 1.0
+def _judge(
+    response: requests.Response, label: str
+) -> tuple[Any, requests.Response] | Transient | RateLimited:
+    """GitHub's reading of an answer the policy did not retry or wait out (see the module docstring)."""
+    status = response.status_code
+    if status == 401:
+        raise TokenRejected(f"token rejected: GitHub answered 401 to {label}; check GITHUB_TOKEN", 401)
+    if status in (403, 429) and (status == 429 or "rate limit" in _api_message(response).lower()):
+        return RateLimited(_SECONDARY_LIMIT_WAIT, f"secondary rate limit ({status})")
+    if status in _NOT_FOUND_STATUSES:
+        raise NotFound(f"{label}: {status} {response.reason or 'Not Found'}", status)
+    if status >= 400:
+        raise GitHubError(f"{label}: {status} {_api_message(response)}", status)
+    try:
+        return response.json(), response
+    except ValueError:
+        return Transient("the response is not valid JSON (truncated?)", invalid_body=True)
 
 
 def _path(url: str) -> str:
     return urlsplit(url).path or "/"
-
-
-def _utc(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _api_message(response: requests.Response) -> str:

@@ -10,14 +10,17 @@ comments (``is_answer=True``; the accepted one first, then by score).
 
 API etiquette (https://api.stackexchange.com/docs/throttle):
 
-- a response carrying ``backoff: N`` makes the client sleep N seconds before its next request;
+- a response carrying ``backoff: N`` makes the client wait N seconds before its next request (a
+  hold on the importers' one policy, :mod:`apps.corpus.http`, so it uses the same sleep, clock and
+  ``on_wait``);
 - ``quota_remaining`` is tracked; when it reaches 0 the client stops cleanly: it yields what it has
   complete (never a question whose answers it could not fetch), sets ``quota_exhausted`` and tells
   ``on_notice``. A ``throttle_violation`` asking for a wait longer than ``max_throttle_wait`` is
   treated the same way (it means the daily quota is spent);
-- a shorter ``throttle_violation`` wait, ``internal_error``/``temporarily_unavailable``, HTTP 5xx,
-  connection errors and invalid JSON are waited out / retried with exponential backoff, then
-  :class:`StackExchangeUnavailable` is raised;
+- a shorter ``throttle_violation`` wait is waited out, ``internal_error``/``temporarily_unavailable``
+  and invalid JSON are retried with exponential backoff; HTTP 5xx, connection errors, timeouts and
+  ``Retry-After`` are the policy's. When the retries run out :class:`StackExchangeUnavailable` is
+  raised;
 - an invalid key raises :class:`KeyRejected`; any other API error :class:`StackExchangeError`.
 
 The key is optional (without one the quota is 300 requests a day per IP, with one 10,000) and
@@ -47,7 +50,18 @@ from apps.corpus.records import (
     stackexchange_question_ref,
 )
 
-from .http import CONNECTION_ERRORS, NoticeCallback, WaitCallback
+from .http import (
+    DEFAULT_MAX_WAIT,
+    DEFAULT_TIMEOUT,
+    HttpPolicy,
+    NoticeCallback,
+    PolicyError,
+    RetriesExhausted,
+    Timeout,
+    Transient,
+    WaitCallback,
+    new_session,
+)
 
 DEFAULT_API_URL = "https://api.stackexchange.com/2.3"
 IDS_PER_CALL = 100
@@ -173,7 +187,9 @@ def question_to_record(
 class StackExchangeClient:
     """Reads questions and answers from the Stack Exchange API 2.x.
 
-    ``session`` and ``sleep`` are injectable so tests replay recorded responses without waiting.
+    ``session``, ``sleep`` and ``clock`` are injectable so tests replay recorded responses without
+    waiting; they and ``max_retries``, ``backoff_base``, ``max_wait`` and ``timeout`` configure the
+    client's :class:`~apps.corpus.http.HttpPolicy`.
     After a run, ``quota_remaining`` holds the last value the API reported and ``quota_exhausted``
     says whether the run stopped because the quota was spent.
     """
@@ -190,22 +206,27 @@ class StackExchangeClient:
         on_notice: NoticeCallback | None = None,
         backoff_base: float = 1.0,
         max_throttle_wait: float = 600.0,
-        timeout: float | tuple[float, float] = (10.0, 60.0),
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+        max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
         parts = urlsplit(api_url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an absolute http(s) API URL: {api_url!r}")
         self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self._key = key or None
-        self._session = session if session is not None else requests.Session()
-        self._sleep = sleep
-        self.max_retries = max_retries
-        self._on_wait = on_wait
+        self._session = session if session is not None else new_session()
+        self._policy = HttpPolicy(
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_wait=max_wait,
+            sleep=sleep,
+            clock=clock,
+            on_wait=on_wait,
+        )
         self._on_notice = on_notice
-        self._backoff_base = backoff_base
         self._max_throttle_wait = max_throttle_wait
-        self._timeout = timeout
-        self._pending_backoff = 0.0
         self.quota_remaining: int | None = None
         self.quota_max: int | None = None
         self.quota_exhausted = False
@@ -321,94 +342,57 @@ class StackExchangeClient:
         if self._on_notice is not None:
             self._on_notice(message)
 
-    def _wait(self, seconds: float, reason: str) -> None:
-        if self._on_wait is not None:
-            self._on_wait(seconds, reason)
-        self._sleep(seconds)
-
     def _get(self, method: str, params: Mapping[str, str]) -> dict[str, Any]:
         query = dict(params)
         if self._key:
             query["key"] = self._key
-        url = f"{self.api_url}{method}"
         if self.quota_remaining == 0:
             raise QuotaExhausted(f"GET {method}: the quota is used up (quota_max {self.quota_max})")
-        failures = 0
-
-        def retry(problem: str) -> None:
-            nonlocal failures
-            failures += 1
-            if failures > self.max_retries:
-                raise StackExchangeUnavailable(
-                    f"GET {method}: {problem}, {self.max_retries} retries exhausted"
-                )
-            self._wait(
-                self._backoff_base * 2 ** (failures - 1),
-                f"GET {method}: {problem}; retry {failures} of {self.max_retries}",
+        label = f"GET {method}"  # never the URL with its query: that holds the key
+        try:
+            return self._policy.get(
+                self._session,
+                f"{self.api_url}{method}",
+                label=label,
+                judge=lambda response: self._judge(response, label),
+                params=query,
             )
+        except RetriesExhausted as exc:
+            raise StackExchangeUnavailable(str(exc)) from None
+        except PolicyError as exc:
+            raise StackExchangeError(str(exc)) from None
 
-        while True:
-            if self._pending_backoff > 0:
-                seconds, self._pending_backoff = self._pending_backoff, 0.0
-                self._wait(seconds, f"the Stack Exchange API asked to back off {seconds:g} s")
-            # Failures are handled after the except blocks so that no exception raised here carries
-            # the requests exception as its context: that one's text holds the URL, key included.
-            response: requests.Response | None = None
-            try:
-                response = self._session.get(url, params=query, timeout=self._timeout)
-            except CONNECTION_ERRORS as exc:
-                problem = f"connection failed ({type(exc).__name__})"
-            if response is None:
-                retry(problem)
-                continue
-            data: Any = None
-            valid = True
-            try:
-                data = response.json()
-            except ValueError:
-                valid = False
-            if not valid:
-                if response.status_code >= 500 or response.ok:
-                    retry(f"invalid JSON in the response (status {response.status_code})")
-                    continue
-                raise StackExchangeError(f"GET {method}: {response.status_code} {response.reason}")
-            if not isinstance(data, dict):
-                retry("the response is not a JSON object")
-                continue
-            self._note_quota(data)
-            if "error_id" in data:
-                name = str(data.get("error_name", ""))
-                message = str(data.get("error_message", ""))
-                if name == "throttle_violation":
-                    found = _THROTTLE_SECONDS.search(message)
-                    seconds = float(found.group(1)) if found else 60.0
-                    if seconds > self._max_throttle_wait:
-                        raise QuotaExhausted(f"GET {method}: throttled for {seconds:g} s ({message})")
-                    failures += 1
-                    if failures > self.max_retries:
-                        raise StackExchangeUnavailable(
-                            f"GET {method}: still throttled after {self.max_retries} waits"
-                        )
-                    self._wait(seconds, f"GET {method}: throttled by Stack Exchange ({message})")
-                    continue
-                if name in _RETRYABLE_ERRORS:
-                    retry(f"{name} ({message})")
-                    continue
-                if (
-                    name in ("bad_parameter", "key_required", "access_denied")
-                    and message.strip().lower() == "key"
-                ):
-                    raise KeyRejected("key rejected: the Stack Exchange API refused STACKEXCHANGE_KEY")
-                raise StackExchangeError(f"GET {method}: {name or data['error_id']}: {message}")
-            if response.status_code >= 500:
-                retry(f"server error {response.status_code}")
-                continue
+    def _judge(self, response: requests.Response, label: str) -> dict[str, Any] | Transient:
+        """Stack Exchange's reading of an answer the policy did not retry: errors are in the body."""
+        try:
+            data = response.json()
+        except ValueError:
+            if response.ok:
+                return Transient(f"invalid JSON in the response (status {response.status_code})")
+            raise StackExchangeError(f"{label}: {response.status_code} {response.reason}") from None
+        if not isinstance(data, dict):
+            return Transient("the response is not a JSON object")
+        self._note_quota(data)
+        if "error_id" not in data:
             return data
+        name = str(data.get("error_name", ""))
+        message = str(data.get("error_message", ""))
+        if name == "throttle_violation":
+            found = _THROTTLE_SECONDS.search(message)
+            seconds = float(found.group(1)) if found else 60.0
+            if seconds > self._max_throttle_wait:
+                raise QuotaExhausted(f"{label}: throttled for {seconds:g} s ({message})")
+            return Transient(f"throttled by Stack Exchange ({message})", seconds=seconds)
+        if name in _RETRYABLE_ERRORS:
+            return Transient(f"{name} ({message})")
+        if name in ("bad_parameter", "key_required", "access_denied") and message.strip().lower() == "key":
+            raise KeyRejected("key rejected: the Stack Exchange API refused STACKEXCHANGE_KEY")
+        raise StackExchangeError(f"{label}: {name or data['error_id']}: {message}")
 
     def _note_quota(self, data: Mapping[str, Any]) -> None:
         backoff = data.get("backoff")
         if isinstance(backoff, int | float) and not isinstance(backoff, bool) and backoff > 0:
-            self._pending_backoff = max(self._pending_backoff, float(backoff))
+            self._policy.hold_for(float(backoff), f"the Stack Exchange API asked to back off {backoff:g} s")
         remaining = data.get("quota_remaining")
         if isinstance(remaining, int) and not isinstance(remaining, bool):
             self.quota_remaining = remaining

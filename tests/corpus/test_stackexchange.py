@@ -31,6 +31,7 @@ from apps.corpus.stackexchange import (
 SAMPLES = Path(__file__).parent / "samples"
 API = "https://api.stackexchange.com/2.3"
 KEY = "se-key-U4dlfj3k2Q(("
+NOW = 1_700_000_000.0
 WITHBODY_IDS = "2984842;3151276;4387500"
 
 
@@ -81,6 +82,8 @@ ANSWERS = page(
 
 
 class Recorder:
+    """Collects the client's sleeps and wait reports instead of sleeping; the clock stands still."""
+
     def __init__(self) -> None:
         self.sleeps: list[float] = []
         self.waits: list[tuple[float, str]] = []
@@ -91,6 +94,7 @@ class Recorder:
             sleep=self.sleeps.append,
             on_wait=lambda seconds, reason: self.waits.append((seconds, reason)),
             on_notice=self.notices.append,
+            clock=lambda: NOW,
             **options,
         )
 
