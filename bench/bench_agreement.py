@@ -1,4 +1,4 @@
-"""Agreement benchmark: every coefficient of DESIGN.md §6 on 100,000 items, and our alpha against the
+"""Agreement benchmark: every coefficient of docs/design.md §6 on 100,000 items, and our alpha against the
 `krippendorff` package on the same data.
 
 Usage:

@@ -228,7 +228,7 @@ def tree_categories(tree: Tree) -> list[dict[str, Any]]:
 
 
 def build_codebook() -> dict[str, Any]:
-    """The codebook of DESIGN §5 for the TOSEM 2023 study."""
+    """The codebook of docs/design.md §5 for the TOSEM 2023 study."""
     fault = {"issue_type": "fault"}
     fix_categories = [_category(slug(name), name) for name in RECURRING_FIX_PATTERNS]
     fix_categories.append(

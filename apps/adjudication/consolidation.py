@@ -1,4 +1,5 @@
-"""Compare the annotators' findings of one item: unanimous, majority or disagreement (DESIGN.md §2 step 6).
+"""Compare the annotators' findings of one item: unanimous, majority or disagreement
+(docs/design.md §2 step 7).
 
 No Django. An annotation is a sequence of *findings*; a finding maps a dimension key to its value: a
 ``frozenset`` of category ids (one id for a single-choice dimension, several for a multi-choice one) or
@@ -18,8 +19,8 @@ Conventions, shared with the agreement figures (§6):
 * Anything else is a **disagreement**, with the dimensions on which the annotations differ.
 
 An item is consolidated at all only once it is `ready`: every annotation of its round submitted, and at
-least two of them and at least as many as the round's overlap (DESIGN.md §2 step 7). One annotator's labels
-are never agreement: until a second annotator submits, the item waits.
+least two of them and at least as many as the round's overlap (docs/design.md §2 step 7). One
+annotator's labels are never agreement: until a second annotator submits, the item waits.
 """
 
 from __future__ import annotations

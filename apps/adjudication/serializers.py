@@ -25,7 +25,7 @@ class DecisionCountsSerializer(serializers.Serializer[Any]):
 
 
 class StatusSerializer(serializers.Serializer[Any]):
-    """What `manage.py study_status --format json` prints (DESIGN.md §4)."""
+    """What `manage.py study_status --format json` prints (docs/design.md §4)."""
 
     items = serializers.IntegerField()
     rounds = serializers.IntegerField()

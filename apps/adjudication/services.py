@@ -805,7 +805,7 @@ class _Planned:
 def import_decisions(
     study: Study, rows: Sequence[LabelRow], *, actor: User | None = None
 ) -> ImportedDecisions:
-    """Import gold decisions (provenance ``imported``) from parsed labels-CSV rows (DESIGN.md §5).
+    """Import gold decisions (provenance ``imported``) from parsed labels-CSV rows (docs/design.md §5).
 
     Items are found by URL (as written or canonical); labels resolve through the codebook (a key or a path
     of names) and must name active categories; `memo` becomes the rationale; `round`, when given, must be a

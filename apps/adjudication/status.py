@@ -40,7 +40,7 @@ def assignment_counts(study: Study) -> list[AssignmentCount]:
 
 
 def study_status(study: Study, counts: Sequence[AssignmentCount] | None = None) -> dict[str, Any]:
-    """The DESIGN.md §4 status object; a constant number of queries whatever the study's size.
+    """The docs/design.md §4 status object; a constant number of queries whatever the study's size.
     `counts` (from `assignment_counts`), when the caller has them, spare a scan of the assignments."""
     if counts is None:
         assignments = Assignment.objects.filter(study=study).aggregate(

@@ -1,4 +1,4 @@
-"""Inter-rater agreement coefficients on plain data (DESIGN.md §6; formulas in docs/agreement.md).
+"""Inter-rater agreement coefficients on plain data (docs/design.md §6; formulas in docs/agreement.md).
 
 Pure module: numpy and the standard library, no Django. A coefficient takes a table and returns a
 :class:`Result`, a value or ``None`` with the reason it is undefined; it never returns NaN, and never
@@ -872,7 +872,7 @@ def _bootstrap(cells: _Cells, replicates: int, seed: int | None) -> IntervalResu
 def agreement_report(
     table: AnyTable, *, bootstrap: int | None = None, seed: int | None = None
 ) -> dict[str, Any]:
-    """The JSON object of DESIGN.md §6 (key order as there); JSON-serialisable, no NaN.
+    """The JSON object of docs/design.md §6 (key order as there); JSON-serialisable, no NaN.
 
     Every ``null`` has its reason in ``undefined``, keyed by metric name, ``per_category[<category>].
     <metric>`` or ``pairwise[<a>, <b>].<metric>``. ``n_ratings`` counts (item, annotator) ratings (a set

@@ -1,4 +1,5 @@
-"""A study's submitted labels as plain data, and the rating tables agreement is computed on (DESIGN.md §6).
+"""A study's submitted labels as plain data, and the rating tables agreement is computed on
+(docs/design.md §6).
 
 `load_study_ratings(study)` reads, in a constant number of queries whatever the study's size (the codebook
 index's three, the rounds, the annotators, and two for the submitted label values), columns of integers

@@ -1,4 +1,4 @@
-"""Parser of the ratings CSV of DESIGN.md §5 (``agreement --ratings FILE.csv``). Pure: no Django.
+"""Parser of the ratings CSV of docs/design.md §5 (``agreement --ratings FILE.csv``). Pure: no Django.
 
 Format: a header naming exactly the columns ``item``, ``annotator`` and ``label`` (any order, case and
 surrounding spaces ignored), then one row per rating. Fields are stripped of surrounding whitespace;

@@ -13,7 +13,7 @@ from .models import AgreementSnapshot
 
 
 class SnapshotSerializer(serializers.ModelSerializer[AgreementSnapshot]):
-    """One agreement computation. `result` holds the DESIGN.md §6 figures once `status` is `succeeded`:
+    """One agreement computation. `result` holds the docs/design.md §6 figures once `status` is `succeeded`:
     for `kind` "command", one dimension's report or an object keyed by dimension; for "dashboard",
     `{"rounds", "dimensions": [{"key", "reports": {round or "all": report}}]}`."""
 

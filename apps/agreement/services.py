@@ -1,4 +1,5 @@
-"""Agreement computations on a study, each recorded as an `AgreementSnapshot` (DESIGN.md §2.5, §4, §6).
+"""Agreement computations on a study, each recorded as an `AgreementSnapshot`
+(docs/design.md §2 step 5, §4, §6).
 
 Two kinds of snapshot, told apart by ``params["kind"]``:
 

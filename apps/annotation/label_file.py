@@ -1,4 +1,4 @@
-"""The labels CSV of DESIGN.md §5, read into one row per (item, annotator, round, finding). No Django.
+"""The labels CSV of docs/design.md §5, read into one row per (item, annotator, round, finding). No Django.
 
 Format: a header row naming the columns ``item, annotator, dimension, label`` and optionally
 ``finding``, ``round`` and ``memo`` (any order, case-insensitive; any other column is refused, so that a

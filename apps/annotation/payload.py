@@ -14,7 +14,7 @@ is refused whole with a :class:`PayloadError` listing every :class:`Problem`, ea
   annotator to reload);
 * another annotator's proposed code (only one's own open proposals are pickable);
 * several categories on a single-choice dimension, or a category together with *pending*;
-* a value for a dimension that does not apply given the finding's other values (DESIGN.md §2: a
+* a value for a dimension that does not apply given the finding's other values (docs/design.md §2: a
   dimension may apply only when another dimension has a given category, e.g. *symptom* only for
   faults). A dimension applies when the condition's dimension holds the condition's category or a
   category below it; when that dimension is *pending*, whether it applies is not known and a value is

@@ -1,4 +1,5 @@
-"""Reproducible samples of items and balanced assignment to annotators (DESIGN.md §2, steps 2-3). No Django.
+"""Reproducible samples of items and balanced assignment to annotators (docs/design.md §2, steps 2-3).
+No Django.
 
 Every function is deterministic: the same inputs and seed give the same result on every machine and
 Python 3 version (``random.Random`` with an int or str seed, ``shuffle`` and ``random``, whose algorithms

@@ -13,7 +13,7 @@ workbook layouts, both read here:
   pattern``), where ``Type`` is the study's source (``GitHub-horovod``, ``SO-tensorflow & SO-keras``).
   Read by :func:`read_final_workbook`.
 
-Output rows have the shape of the labels CSV of DESIGN.md §5 (``item, annotator, dimension, label,
+Output rows have the shape of the labels CSV of docs/design.md §5 (``item, annotator, dimension, label,
 finding, round, memo``). The codebook must have the five dimensions named by the constants below;
 which ``issue_type`` category means "fault" and which "how-to question" is read from the
 ``applies_when`` of ``symptom`` and ``howto_topic``.
@@ -294,7 +294,7 @@ class Vocabulary:
     def from_codebook(
         cls, codebook: Mapping[str, Any], synonyms: Mapping[str, Mapping[str, str]] | None = None
     ) -> Vocabulary:
-        """Index ``codebook`` (the DESIGN §5 JSON structure, already parsed) with ``synonyms``
+        """Index ``codebook`` (the docs/design.md §5 JSON structure, already parsed) with ``synonyms``
         (dimension key -> {variant: name or another variant}).
 
         Raises ``ValueError`` when a TOSEM dimension is missing, when ``symptom`` / ``howto_topic``
@@ -430,7 +430,7 @@ def _check_alias(dimension: _Dimension, variant: str, names: set[str]) -> None:
 
 @dataclass(frozen=True)
 class LabelRow:
-    """One row of a labels CSV (DESIGN §5). ``annotator`` is "" for settled labels; ``round`` is
+    """One row of a labels CSV (docs/design.md §5). ``annotator`` is "" for settled labels; ``round`` is
     None when the labels belong to no round."""
 
     item: str

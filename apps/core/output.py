@@ -1,6 +1,6 @@
 """Writing a file a person named on the command line (``--output PATH``) without harming what is there.
 
-Pure: the standard library only, no Django. The contract (DESIGN.md §8, "an output path that is not a
+Pure: the standard library only, no Django. The contract (docs/design.md §8, "an output path that is not a
 regular file is never replaced"):
 
 - the target may be missing or a regular file; anything else (a directory, a symbolic link, a FIFO, a

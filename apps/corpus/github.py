@@ -5,7 +5,7 @@ issue it meets, an :class:`ItemRecord` (issue with its comments), a :class:`Skip
 request, an excluded label) or a :class:`Failed` (a URL that could not be fetched), so an import job
 can count created / updated / skipped / failed without the client knowing about the database.
 
-Behaviour at the network boundary (DESIGN.md §4):
+Behaviour at the network boundary (docs/design.md §4):
 
 - pagination follows the ``Link: <...>; rel="next"`` header; a next link is always sent to the
   configured ``api_url`` host (a recorded replay names api.github.com; a hostile one could name

@@ -1,6 +1,6 @@
 """Read item files (CSV, TSV, JSON, JSONL, URL lists) into :class:`ItemRecord` objects.
 
-Pure module (no Django). The formats are those of DESIGN.md §5:
+Pure module (no Django). The formats are those of docs/design.md §5:
 
 - **CSV / TSV**: a header row, then one item per row. ``url`` is required; ``title``, ``body``,
   ``body_format`` (``markdown`` | ``html`` | ``text``), ``source``, ``external_id``, ``created_at``

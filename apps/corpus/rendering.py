@@ -1,6 +1,6 @@
 """Render untrusted issue and answer bodies (Markdown, HTML, plain text) to safe HTML.
 
-Pure module (no Django). Item bodies come from the internet (DESIGN.md §8): whatever they hold,
+Pure module (no Django). Item bodies come from the internet (docs/design.md §8): whatever they hold,
 the output of every function here runs no script, carries no event handler, loads nothing through
 ``javascript:``, ``vbscript:`` or ``data:`` URLs, and its links get ``rel="noopener nofollow"``.
 

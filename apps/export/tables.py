@@ -1,14 +1,14 @@
 """The exported dataset as tables: plain records in, pandas DataFrames and JSON objects out. No Django.
 
 `rows` reads the database into the plain records defined here (`ExportItem` and its parts); this module
-turns them into what the files hold (DESIGN.md §5 "Export", docs/export.md):
+turns them into what the files hold (docs/design.md §5 "Export", docs/export.md):
 
 * `dataset_frame`: the CSV / XLSX table, one row per (item, finding) of the current decision, with the
   columns `dataset_columns` names; with ``raw=True`` one more row per (item, annotator, finding) of every
   submitted annotation (column ``annotator`` set, ``provenance`` / ``decided_by`` / ``rationale`` empty,
   the annotator's memo in ``memo``);
 * `item_object`: the JSON / JSONL object of one item (`json_text.ItemJson` writes its line faster);
-* `annotations_frame`: the replication package's raw labels file, a DESIGN.md §5 labels CSV with the
+* `annotations_frame`: the replication package's raw labels file, a docs/design.md §5 labels CSV with the
   category *key* in ``label`` and a few extra columns so that `package.import_study` loses nothing.
 
 The CSV files are written row by row (`dataset_rows`, `annotation_rows`) with `csv_writer`, the dialect
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 PATH_SEPARATOR = " > "
 VALUE_SEPARATOR = "; "
 PENDING = "pending"
-"""A *pending* (undecided) value of an annotator: the label text of the labels CSV (DESIGN.md §5)."""
+"""A *pending* (undecided) value of an annotator: the label text of the labels CSV (docs/design.md §5)."""
 
 PENDING_TEXT = "(pending)"
 """How a pending value shows in a dataset cell, where category paths are written."""

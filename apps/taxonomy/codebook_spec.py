@@ -1,4 +1,4 @@
-"""Codebook files (DESIGN.md §5): parse, validate, dump, render as Markdown, and diff. No Django.
+"""Codebook files (docs/design.md §5): parse, validate, dump, render as Markdown, and diff. No Django.
 
 A codebook file is JSON or YAML::
 

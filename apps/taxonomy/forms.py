@@ -216,7 +216,9 @@ class RejectForm(forms.Form):
 
 
 class LoadForm(forms.Form):
-    file = forms.FileField(required=False, help_text="A .json, .yaml or .yml codebook file (DESIGN §5).")
+    file = forms.FileField(
+        required=False, help_text="A .json, .yaml or .yml codebook file (docs/design.md §5)."
+    )
     text = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
     format = forms.ChoiceField(
         choices=[("json", "JSON"), ("yaml", "YAML")], required=False, widget=forms.HiddenInput

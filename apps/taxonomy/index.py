@@ -404,7 +404,7 @@ class CodebookIndex:
 
     def ancestor_at_depth(self, category_id: int, level: int) -> int:
         """The category's ancestor at `level` (1 = top); the category itself when it is not deeper than
-        `level` (DESIGN.md §6 levels). `level` < 1 raises ValueError."""
+        `level` (docs/design.md §6 levels). `level` < 1 raises ValueError."""
         category = self.category(category_id)
         return self._trees[category.dimension_id].ancestor_at_depth(category_id, level)
 
@@ -465,7 +465,7 @@ class CodebookIndex:
         return CodebookSpec(name=self.name, dimensions=tuple(dimensions))
 
     def snapshot(self) -> dict[str, Any]:
-        """The active codebook as DESIGN.md §5 data (what `CodebookVersion.snapshot` stores)."""
+        """The active codebook as docs/design.md §5 data (what `CodebookVersion.snapshot` stores)."""
         return codebook_to_data(self.spec())
 
 

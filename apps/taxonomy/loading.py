@@ -1,5 +1,5 @@
 """Codebook files in and out: `load_codebook` applies a file as recorded changes, `export_codebook` writes
-the codebook as JSON, YAML or Markdown (DESIGN.md §4 ``load_codebook``, §5 codebook format).
+the codebook as JSON, YAML or Markdown (docs/design.md §4 ``load_codebook``, §5 codebook format).
 
 Loading compares the file with the active codebook (`codebook_spec.diff_codebooks`, categories matched by
 key within their dimension) and applies the difference through the same change set as the editor: one

@@ -58,7 +58,7 @@ class CodebookSerializer(serializers.Serializer[Any]):
 
 
 class CodebookFileSerializer(serializers.Serializer[Any]):
-    """The DESIGN.md §5 codebook file, as JSON: `{"name", "dimensions": [...]}`."""
+    """The docs/design.md §5 codebook file, as JSON: `{"name", "dimensions": [...]}`."""
 
     name = serializers.CharField(allow_blank=True, required=False)
     dimensions = serializers.ListField(child=serializers.DictField())

@@ -1,5 +1,6 @@
 """Category trees as plain rows: paths, depths, subtrees, safe moves and merges, label remapping, and
-resolution of the labels a person types (DESIGN.md §2 codebook changes, §5 labels CSV, §6 levels). No Django.
+resolution of the labels a person types (docs/design.md §2 codebook changes, §5 labels CSV, §6 levels).
+No Django.
 
 One `CategoryTree` holds one dimension's categories (keys are unique within a dimension). It is built once
 from rows ``(id, parent_id, key, name)`` in sibling order (the database's ``position``) and then answers

@@ -1,4 +1,5 @@
-"""Agreement metrics: published worked examples, conventions of DESIGN.md §6, undefined cases, properties.
+"""Agreement metrics: published worked examples, conventions of docs/design.md §6, undefined cases,
+properties.
 
 Comparisons with the reference libraries on random data live in test_metrics_references.py.
 """

@@ -1,4 +1,4 @@
-"""Seeded random comparisons with the reference libraries of DESIGN.md §6, to 1e-9.
+"""Seeded random comparisons with the reference libraries of docs/design.md §6, to 1e-9.
 
 statsmodels (fleiss_kappa, cohens_kappa), scikit-learn (cohen_kappa_score), krippendorff (alpha,
 nominal), irrCAC (Gwet's AC1 with the declared categories) and nltk (AnnotationTask.alpha with the

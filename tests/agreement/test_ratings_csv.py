@@ -1,4 +1,4 @@
-"""The ratings CSV of DESIGN.md §5: item,annotator,label, single-label or multi-choice."""
+"""The ratings CSV of docs/design.md §5: item,annotator,label, single-label or multi-choice."""
 
 import io
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The sample, assign and import_tosem_workbook commands: the DESIGN.md §4 contract, clear failures."""
+"""The sample, assign and import_tosem_workbook commands: the docs/design.md §4 contract, clear failures."""
 
 from __future__ import annotations
 

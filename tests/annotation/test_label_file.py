@@ -1,4 +1,4 @@
-"""The labels CSV (DESIGN.md §5) read without a database: grouping, pending, and errors by row/field/value."""
+"""The labels CSV (docs/design.md §5) read without a database: grouping, pending, errors by row/field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Importing annotators' labels from a labels file or a workbook (DESIGN.md §5)."""
+"""Importing annotators' labels from a labels file or a workbook (docs/design.md §5)."""
 
 from __future__ import annotations
 

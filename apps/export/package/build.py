@@ -101,7 +101,7 @@ def study_data(study: Study) -> dict[str, Any]:
 
 
 def codebook_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
-    """codebook.json: ``codebook`` (the active codebook, DESIGN.md §5), ``name``, ``version``, every
+    """codebook.json: ``codebook`` (the active codebook, docs/design.md §5), ``name``, ``version``, every
     dimension and category whatever its status (tree order), the stored ``versions`` and ``changes``."""
     book = Codebook.objects.filter(study=study).first()
     keys = {c.id: c.key for c in index.categories.values()}

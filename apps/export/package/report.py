@@ -36,13 +36,13 @@ def _cell(text: str) -> str:
 
 def agreement_markdown(data: Mapping[str, Any], dimension_names: Mapping[str, str]) -> str:
     """The agreement report (`build.agreement_data`) as Markdown: per dimension, one table row per round
-    and one for all rounds together, the DESIGN.md §6 coefficients; undefined values as "—" with their
+    and one for all rounds together, the docs/design.md §6 coefficients; undefined values as "—" with their
     reasons listed under the table."""
     lines = [
         "# Inter-annotator agreement",
         "",
         f"Computed on codebook version {data['codebook_version']}, at full depth of the category tree, "
-        "from submitted annotations only (definitions: DESIGN.md §6, docs/agreement.md). "
+        "from submitted annotations only (definitions: docs/design.md §6, docs/agreement.md). "
         "`agreement.json` holds every figure, per category and per annotator pair too.",
         "",
     ]
@@ -108,7 +108,7 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `items.jsonl` | every item of the study (URL, source, title, body, tags, metadata, comments), one per line |
 | `codebook.json` | the codebook: version, every category (retired, merged too), change history |
 | `sampling.json` | the labelling rounds: how each was drawn (method, seed, size) and its items |
-| `agreement.json` | inter-annotator agreement per round and dimension (DESIGN.md §6 coefficients) |
+| `agreement.json` | inter-annotator agreement per round and dimension (docs/design.md §6 coefficients) |
 | `agreement.md` | the same, as tables |
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |
 | `taxonomy_counts.tex` | the same as LaTeX tables (needs `\\usepackage{{booktabs}}`) |
@@ -129,7 +129,7 @@ so that spreadsheets show it as text (CSV formula injection). UTF-8, no byte-ord
 
 ## annotations.csv
 
-A labels file (DESIGN.md §5: `item,annotator,dimension,label,finding,round,memo`) with the category key
+A labels file (docs/design.md §5: `item,annotator,dimension,label,finding,round,memo`) with the category key
 in `label` (`pending` for an undecided dimension), plus `path` (the label's path of names), `original`
 (the key the annotator chose, when a codebook merge moved the label since), `status` (`submitted`, or
 `open` for an assignment not yet done, which has no labels) and `submitted_at`.

@@ -6,7 +6,7 @@ writes anything:
 * the zip: `manifest.json` names the package format and every other file with its SHA-256 and size;
   every listed file must be present with that checksum, no unlisted file may be there, and the files the
   import needs must be listed (a package altered after export is refused);
-* the codebook (`codebook.json`): a valid DESIGN.md §5 codebook in ``codebook``, consistent with the
+* the codebook (`codebook.json`): a valid docs/design.md §5 codebook in ``codebook``, consistent with the
   full list of dimensions and categories (every parent, merge target and condition exists, the trees
   have no cycle, the active categories give exactly ``codebook``), with the latest stored version, and
   with every label of the dataset and of the annotations (each key exists, each path is the key's path);

@@ -2,7 +2,7 @@
 delete (unused only), proposals (propose, accept, reject) and dimensions. Loading files lives in
 `apps.taxonomy.loading`, reading the codebook in `apps.taxonomy.index`.
 
-Contract of every operation that changes the shared codebook (DESIGN.md §2 end):
+Contract of every operation that changes the shared codebook (docs/design.md §2 end):
 
 * it runs in one `transaction.atomic` holding ``select_for_update`` on the `Codebook` row, so two leads
   editing at once are serialised and each sees the other's result; objects passed in are re-read under

@@ -1,4 +1,4 @@
-"""``import_labels STUDY FILE.csv [--decisions] [--round N] [--allow-extra]`` (DESIGN.md §4, labels §5).
+"""``import_labels STUDY FILE.csv [--decisions] [--round N] [--allow-extra]`` (docs/design.md §4, labels §5).
 
 Plain mode stores annotators' labels (`annotation.services.import_annotations`); each changed annotation
 is consolidated as if submitted in the browser. ``--round N`` is the round of rows without a ``round``

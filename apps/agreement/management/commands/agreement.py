@@ -1,4 +1,4 @@
-"""``agreement``: inter-rater agreement of a ratings file or of a study (DESIGN.md §4, §6).
+"""``agreement``: inter-rater agreement of a ratings file or of a study (docs/design.md §4, §6).
 
     agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
     agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S] --format json|text
@@ -41,9 +41,9 @@ def _fail(message: str) -> CommandError:
 
 class Command(BaseCommand):
     help = (
-        "Inter-rater agreement (DESIGN.md §6): agreement --ratings FILE.csv [--multi] [--categories a,b,c] "
-        "[--bootstrap B --seed S] --format json|text, or agreement STUDY [--dimension KEY] [--round N] "
-        "[--level DEPTH] --format json|text"
+        "Inter-rater agreement (docs/design.md §6): agreement --ratings FILE.csv [--multi] "
+        "[--categories a,b,c] [--bootstrap B --seed S] --format json|text, or agreement STUDY "
+        "[--dimension KEY] [--round N] [--level DEPTH] --format json|text"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,4 +1,4 @@
-"""``assign STUDY --round N --annotators a,b,c [--overlap K]`` (DESIGN.md §4)."""
+"""``assign STUDY --round N --annotators a,b,c [--overlap K]`` (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``sample STUDY --round N --size K --seed S [--stratify FIELD]`` (DESIGN.md §4)."""
+"""``sample STUDY --round N --size K --seed S [--stratify FIELD]`` (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``load_codebook STUDY FILE.json|FILE.yaml [--dry-run]`` (DESIGN.md §4)."""
+"""``load_codebook STUDY FILE.json|FILE.yaml [--dry-run]`` (docs/design.md §4)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from apps.taxonomy.services import CodebookEditError
 
 class Command(BaseCommand):
     help = (
-        "Load a codebook file (JSON or YAML, DESIGN.md §5) into a study, creating its codebook if needed. "
-        "An edited file is applied as recorded changes (version + 1); the same file twice changes nothing."
+        "Load a codebook file (JSON or YAML, docs/design.md §5) into a study, creating its codebook if "
+        "needed. An edited file is applied as recorded changes (version + 1); the same file twice changes "
+        "nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
