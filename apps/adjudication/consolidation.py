@@ -18,7 +18,8 @@ Conventions, shared with the agreement figures (§6):
   annotators. An annotator whose number of findings is in the minority votes against every value.
 * Anything else is a **disagreement**, with the dimensions on which the annotations differ.
 
-An item is consolidated at all only once it is `ready`: every annotation of its round submitted, and at
+An item is consolidated at all only once it is `ready` (`apps.annotation.completion`, the rule the
+annotators' lock shares): every annotation of its round submitted, and at
 least two of them and at least as many as the round's overlap (docs/design.md §2 step 7). One
 annotator's labels are never agreement: until a second annotator submits, the item waits.
 """
@@ -44,9 +45,6 @@ Findings = Sequence[FindingValues]
 CanonicalValue = tuple[int, ...]
 CanonicalFinding = tuple[tuple[str, CanonicalValue], ...]
 CanonicalFindings = tuple[CanonicalFinding, ...]
-
-# The fewest submitted annotations an item is consolidated from, whatever the round's overlap.
-MIN_ANNOTATIONS: Final = 2
 
 # Brute-force alignment tries every pairing up to this many findings; past it, a greedy pairing is used.
 _EXHAUSTIVE_LIMIT: Final = 7
@@ -235,19 +233,6 @@ def ordered(findings: Findings) -> list[dict[str, Value]]:
 
 
 # --- Consolidation -------------------------------------------------------------------------------------
-
-
-def required_annotations(overlap: int | None) -> int:
-    """How many submitted annotations an item needs before it is consolidated: the round's overlap
-    (annotators per item), never fewer than `MIN_ANNOTATIONS`."""
-    return max(MIN_ANNOTATIONS, overlap or 0)
-
-
-def ready(*, submitted: int, assigned: int, overlap: int | None) -> bool:
-    """Whether an item's round is ready to consolidate: all `assigned` annotations submitted, and at least
-    `required_annotations(overlap)` of them. An item that is not ready waits (no decision, no
-    disagreement)."""
-    return assigned > 0 and submitted >= assigned and submitted >= required_annotations(overlap)
 
 
 def _projection(findings: CanonicalFindings, dimension: str) -> tuple[tuple[int, ...], ...]:

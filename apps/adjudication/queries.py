@@ -17,13 +17,14 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, 
 from django.db.models.functions import Coalesce
 
 from apps.accounts.models import Study, User
+from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
 from apps.core.sql import columns, instance, width
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
 
-from .consolidation import PENDING, Findings, ready
+from .consolidation import PENDING, Findings
 from .consolidation import Value as FindingValue
 from .models import Decision, DecisionValue, Review
 
@@ -95,7 +96,7 @@ class ItemLabels:
     @property
     def consolidable(self) -> bool:
         """Complete, with at least two annotations and at least the round's overlap
-        (`consolidation.ready`): only then is the item consolidated."""
+        (`completion.ready`): only then is the item consolidated."""
         return ready(submitted=self.submitted, assigned=self.k, overlap=self.overlap)
 
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import can_adjudicate
+from apps.annotation.completion import ready
 from apps.annotation.label_file import LabelFileError, LabelProblem, LabelRow
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, LabelValue, Round
 from apps.core.sql import Statement, columns, instance
@@ -33,7 +34,7 @@ from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
 from apps.taxonomy.models import Category
 from apps.taxonomy.tree import LabelError
 
-from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, ready, same_labels
+from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
 from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
 from .queries import (
     ItemLabels,

@@ -306,3 +306,34 @@ def test_a_codebook_changed_since_this_process_read_it_sends_the_submission_to_t
         (1, "symptom", "hang", False),
         (1, "fix_pattern", "fix-config", False),
     }
+
+
+def _two_annotators_submit(
+    study: Study, items: list[Item], a: User, b: User
+) -> tuple[Assignment, Assignment]:
+    make_round(study, 2, items[:1], {a: items[:1], b: items[:1]})
+    mine, theirs = Assignment.objects.filter(item=items[0]).order_by("annotator__username")
+    submit_annotation(mine, FAULT_HANG, a, codebook_version=3)
+    submit_annotation(theirs, HOWTO, b, codebook_version=3)
+    return mine, theirs
+
+
+def test_labels_are_final_once_the_item_is_complete_though_it_waits_for_the_lead(
+    book: Book, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    mine, _ = _two_annotators_submit(study, items, annotator_a, annotator_b)  # they disagree: not decided
+    with pytest.raises(AlreadyDecided, match="Every annotator of this item has submitted"):
+        submit_annotation(mine, HOWTO, annotator_a, codebook_version=3)
+
+
+def test_labels_stay_editable_while_the_item_has_fewer_annotators_than_the_overlap_it_waits_for(
+    book: Book, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    """The lock and consolidation share one rule (`completion.ready`): with an overlap of 3 and two
+    annotators the item is not consolidated, so their labels are not locked either."""
+    study.overlap = 3
+    study.save(update_fields=["overlap"])
+    mine, _ = _two_annotators_submit(study, items, annotator_a, annotator_b)
+    assert not Item.objects.filter(pk=items[0].pk, review__state="disagreement").exists()
+    result = submit_annotation(mine, HOWTO, annotator_a, codebook_version=3)
+    assert result.changed

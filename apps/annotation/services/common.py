@@ -12,8 +12,9 @@ from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
 from .. import payload as pl
+from ..completion import MIN_ANNOTATIONS, ready
 from ..label_file import LabelProblem, report
-from ..models import Annotation, Assignment, AssignmentStatus
+from ..models import Annotation, Assignment, AssignmentStatus, Round, overlap_of
 
 DECIDED = "decided"  # adjudication's ReviewState.DECIDED, read without importing adjudication
 MAX_SECONDS_PER_ITEM = 3 * 3600
@@ -153,19 +154,25 @@ ITEM_DECIDED = "This item is decided: its labels are final and can no longer cha
 def final_reason(assignment: Assignment) -> str | None:
     """Why the labels of `assignment`'s item in its round can no longer change, or None.
 
-    Final once every annotator the item has in the round (two or more) submitted, whether it was then
-    decided automatically (they agreed) or waits for the lead (they did not): the answer, and the message,
-    are the same either way, so an annotator's page, autosave or edit never tells whether the others
-    chose as they did (blindness, docs/security.md). Final earlier too when a decision came first (a
-    lead's, or an imported one). An item assigned to one annotator stays theirs to change until decided:
-    there is nobody to be blind to. One query while `assignment` is open (the round cannot be complete
-    then), two after."""
+    Final once the item is complete in the round (`completion.ready`: every annotator it was assigned to
+    submitted, at least two and at least the round's overlap), whether it was then decided automatically
+    (they agreed) or waits for the lead (they did not): the answer, and the message, are the same either
+    way, so an annotator's page, autosave or edit never tells whether the others chose as they did
+    (blindness, docs/security.md). It is the rule consolidation waits for, so no item is locked and left
+    unconsolidated. Final earlier too when a decision came first (a lead's, or an imported one). One query
+    while `assignment` is open (the round cannot be complete then), two or three after."""
     if assignment.status == AssignmentStatus.SUBMITTED:
         counts = Assignment.objects.filter(
             item_id=assignment.item_id, round_id=assignment.round_id
         ).aggregate(total=Count("id"), open=Count("id", filter=~Q(status=AssignmentStatus.SUBMITTED)))
-        if counts["total"] >= 2 and counts["open"] == 0:
-            return ROUND_COMPLETE
+        total = counts["total"]
+        if counts["open"] == 0 and total >= MIN_ANNOTATIONS:
+            params, study_overlap = Round.objects.filter(pk=assignment.round_id).values_list(
+                "params", "study__overlap"
+            )[0]
+            overlap = overlap_of(params) or study_overlap
+            if ready(submitted=total, assigned=total, overlap=overlap):
+                return ROUND_COMPLETE
     if decided_item_ids([assignment.item_id]):
         return ITEM_DECIDED
     return None
