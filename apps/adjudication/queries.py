@@ -26,7 +26,7 @@ from apps.taxonomy.models import Category, CategoryStatus
 
 from .consolidation import PENDING, Findings
 from .consolidation import Value as FindingValue
-from .models import Decision, DecisionValue, Review
+from .models import Decision, DecisionValue, Review, ReviewState
 
 
 def merged_targets(study_id: int, *, index: CodebookIndex | None = None) -> dict[int, int]:
@@ -289,6 +289,20 @@ class QueueFilters:
     category_ids: tuple[int, ...] = ()
     annotators: tuple[int, ...] = ()
     sort: str = "oldest"
+
+
+def short_of_annotators(study: Study) -> QuerySet[Review]:
+    """Items whose every annotator in the round submitted, but too few of them to be consolidated (fewer
+    than two, or than the round's overlap: `completion.ready`): never decided automatically, so they wait
+    for a lead to decide by hand. Oldest first, with their item."""
+    in_round = Assignment.objects.filter(item_id=OuterRef("item_id"), round_id=OuterRef("round_id"))
+    return (
+        Review.objects.filter(study=study, state=ReviewState.ANNOTATING, round__isnull=False)
+        .filter(Exists(in_round))
+        .exclude(Exists(in_round.exclude(status=AssignmentStatus.SUBMITTED)))
+        .select_related("item", "round")
+        .order_by("item_id")
+    )
 
 
 def queue(study: Study, filters: QueueFilters) -> QuerySet[Review]:

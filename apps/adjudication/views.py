@@ -87,6 +87,9 @@ def _queue_query(form: QueueFilterForm | None) -> str:
     return urlencode([(name, form.data[name]) for name in QUEUE_FILTERS if form.data.get(name)])
 
 
+SHORT_SHOWN = 20  # items waiting for a hand decision, listed above the queue
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -129,6 +132,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         counts=counts_per_round(study),
         queue_query=_queue_query(form),
         now=now,
+        short=queries.short_of_annotators(study)[:SHORT_SHOWN] if not request.htmx else None,
     )
     if request.htmx and not request.htmx.boosted:
         return render(request, "adjudication/queue.html#queue-rows", ctx)

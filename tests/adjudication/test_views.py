@@ -426,3 +426,20 @@ def test_a_tampered_expected_decision_is_refused_without_saving(
     assert response.status_code == 422
     assert "malformed decision reference" in response.content.decode()
     assert not Decision.objects.exists()
+
+
+def test_an_item_its_one_annotator_finished_is_listed_for_a_hand_decision_above_the_queue(
+    client: Client, study: Study, lead: User, make_item: MakeItem, annotator_a: User, disagreement: Item
+) -> None:
+    """One annotator's labels are never consolidated (completion.ready): such an item would wait for ever
+    where no lead looks, so the queue lists it, linked to its decision page."""
+    alone = make_item(annotator_a, title="Only annotator A labelled this")
+    submit(alone, annotator_a, CRASH)
+    still_open = make_item(annotator_a, title="Nobody submitted this yet")
+    login(client, lead)
+    page = client.get(queue_url(study)).content.decode()
+    assert Review.objects.get(item=alone).state == ReviewState.ANNOTATING
+    waiting = page.split('data-testid="short-of-annotators"')[1].split("</section>")[0]
+    assert resolve_url(alone) in waiting and "Only annotator A labelled this" in waiting
+    assert still_open.title not in waiting and disagreement.title not in waiting
+    assert client.get(resolve_url(alone)).status_code == 200
