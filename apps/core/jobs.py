@@ -17,9 +17,12 @@ Contracts:
 - ``heartbeat_at`` is refreshed with every progress write; a *running* job whose heartbeat is older
   than :func:`stale_after` (``settings.JOB_STALE_MINUTES``, default 10 minutes) and that is not in an
   announced wait (``waiting_until`` in the future, import jobs only) is *stalled*: its worker died
-  (SIGKILL, OOM, a redeploy). So is a *queued* job that no worker took within that time since it was
-  created or last sent (``heartbeat_at`` of a queued job): its message never reached the broker, or
-  was lost with it. A stalled job can be claimed again (:func:`claim_job`) or resent;
+  (SIGKILL, OOM, a redeploy). So is a *queued* job that no worker took within
+  :func:`queued_stale_after` (``settings.JOB_QUEUED_STALE_MINUTES``, default 60 minutes: longer, since
+  a queued job may rightly wait behind a long one on a single worker) since it was created or last sent
+  (``heartbeat_at`` of a queued job): its message never reached the broker, or was lost with it. A
+  stalled job can be claimed again (:func:`claim_job`) or resent, by ``manage.py requeue_jobs`` or by
+  every worker as it starts (:func:`requeue_every_kind`, on Celery's ``worker_ready``);
 - progress writes use ``UPDATE ... WHERE pk`` on the job's own fields only, outside any transaction
   the work opens, so a browser polling the job sees them while the work goes on;
 - a job is sent to the broker by :func:`enqueue`; when the broker (Redis) cannot be reached the job
@@ -71,12 +74,17 @@ def stale_after() -> timedelta:
     return timedelta(minutes=float(getattr(settings, "JOB_STALE_MINUTES", 10)))
 
 
+def queued_stale_after() -> timedelta:
+    """How long a queued job may wait for a worker before it counts as stalled (its message lost)."""
+    return timedelta(minutes=float(getattr(settings, "JOB_QUEUED_STALE_MINUTES", 60)))
+
+
 def is_stalled(job: Job, now: datetime | None = None) -> bool:
     """True for a running job whose worker stopped beating, or a queued job no worker took in time
     (see the module docstring)."""
     now = now or timezone.now()
     if job.status == JobStatus.QUEUED:
-        return now - (job.heartbeat_at or job.created_at) > stale_after()
+        return now - (job.heartbeat_at or job.created_at) > queued_stale_after()
     if job.status != JobStatus.RUNNING:
         return False
     waiting_until: datetime | None = getattr(job, "waiting_until", None)
@@ -103,8 +111,9 @@ def stalled_q(model: type[Job], now: datetime | None = None, *, queued: bool = F
     if any(field.name == "waiting_until" for field in model._meta.get_fields()):
         condition &= Q(waiting_until__isnull=True) | Q(waiting_until__lt=cutoff)
     if queued:
+        queued_cutoff = (now or timezone.now()) - queued_stale_after()
         condition |= Q(status=JobStatus.QUEUED) & (
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
+            Q(heartbeat_at__lt=queued_cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=queued_cutoff)
         )
     return condition
 
@@ -257,6 +266,23 @@ def requeue_stalled(kind: JobKind, *, older_than: timedelta | None = None) -> tu
         sent += 1
     unsent = manager.filter(status=JobStatus.QUEUED, message=QUEUE_UNAVAILABLE).count()
     return sent, unsent
+
+
+def requeue_every_kind(*, older_than: timedelta | None = None) -> list[tuple[JobKind, int, int]]:
+    """:func:`requeue_stalled` for every registered kind, in name order: (kind, sent, still unsent)."""
+    return [(kind, *requeue_stalled(kind, older_than=older_than)) for kind in job_kinds()]
+
+
+def requeue_on_worker_start(**_: Any) -> None:
+    """Celery's ``worker_ready``: a worker that starts (after a crash, a redeploy, a broker outage) sends
+    what needs sending, so that no job waits for an operator's ``requeue_jobs``. Never stops the worker:
+    a failure is logged."""
+    try:
+        for kind, sent, unsent in requeue_every_kind():
+            if sent or unsent:
+                logger.warning("%s jobs: %s resent, %s still waiting for the queue", kind.name, sent, unsent)
+    except Exception:
+        logger.exception("resending stalled jobs when the worker started failed")
 
 
 # --- progress -------------------------------------------------------------------------------------

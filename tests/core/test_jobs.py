@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.signals import worker_ready
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from apps.agreement.models import AgreementSnapshot
+from apps.core import jobs
 from apps.core.jobs import QUEUE_UNAVAILABLE, check_registered, display_status, job_kinds, job_models
 from apps.core.models import Job, JobStatus
 from apps.corpus.models import ImportJob, ImportKind
@@ -69,7 +72,7 @@ def died(job: Job, minutes: float = 11) -> None:
     )
 
 
-def never_sent(job: Job, minutes: float = 11) -> None:
+def never_sent(job: Job, minutes: float = 61) -> None:
     """A job whose message the broker lost (a Redis restart without persistence): queued long ago."""
     type(job)._default_manager.filter(pk=job.pk).update(
         created_at=timezone.now() - timedelta(minutes=minutes)
@@ -118,3 +121,38 @@ def test_a_job_of_every_kind_the_queue_refused_is_sent_by_requeue_jobs(
 
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED and DONE[model](job)
+
+
+@pytest.mark.parametrize("model", job_models(), ids=lambda m: m.__name__)
+def test_a_job_of_every_kind_queued_behind_a_long_one_is_not_stalled_before_its_longer_timeout(
+    model: type[Job], world: World, tmp_path: Path
+) -> None:
+    """On a single worker a queued job may wait behind a 20-minute import: it is waiting, not lost."""
+    job = CASES[model](world, tmp_path)
+    never_sent(job, minutes=20)
+    job.refresh_from_db()
+    assert display_status(job) == "queued"
+
+    call_command("requeue_jobs")
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+
+@pytest.mark.parametrize("model", job_models(), ids=lambda m: m.__name__)
+def test_a_worker_that_starts_resends_the_stalled_jobs_of_every_kind(
+    model: type[Job], world: World, tmp_path: Path
+) -> None:
+    job = CASES[model](world, tmp_path)
+    died(job)
+
+    worker_ready.send(sender=None)  # what Celery sends once a worker is up
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and DONE[model](job)
+
+
+def test_requeue_jobs_names_an_unregistered_job_model_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs, "_KINDS", {})
+    with pytest.raises(CommandError, match="job models without a registered kind"):
+        call_command("requeue_jobs")

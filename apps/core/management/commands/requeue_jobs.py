@@ -10,19 +10,20 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.cli import BaseCommand, non_negative_number
-from apps.core.jobs import check_registered, job_kinds, requeue_stalled
+from apps.core.jobs import check_registered, requeue_every_kind
 
 
 class Command(BaseCommand):
     help = (
         "Send again every job (of every kind: import, export, agreement, ...) that the job queue (Redis) "
-        "never took because it was down, and every stalled job: queued or running for longer than "
-        "JOB_STALE_MINUTES without a heartbeat (its worker died, or its message was lost). With "
-        "--older-than, also every job queued for longer than that many seconds. Sending a job twice is "
-        "harmless: one worker runs it."
+        "never took because it was down, and every stalled job: running without a heartbeat for "
+        "JOB_STALE_MINUTES (its worker died), or queued for JOB_QUEUED_STALE_MINUTES (its message was "
+        "lost). With --older-than, also every job queued for longer than that many seconds. Sending a "
+        "job twice is harmless: one worker runs it. Every worker does the same as it starts."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,10 +32,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         seconds = options["older_than"]
         older_than = None if seconds is None else timedelta(seconds=seconds)
-        check_registered()
+        try:
+            check_registered()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
         waiting = 0
-        for kind in job_kinds():
-            sent, unsent = requeue_stalled(kind, older_than=older_than)
+        for kind, sent, unsent in requeue_every_kind(older_than=older_than):
             waiting += unsent
             self.stderr.write(f"{kind.name} jobs: {sent} sent, {unsent} still waiting for the queue")
         if waiting:
