@@ -24,6 +24,7 @@ from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.annotation.models import Assignment, AssignmentStatus, Round
 from apps.annotation.payload import value_field
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
@@ -130,9 +131,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         queue_query=_queue_query(form),
         now=now,
     )
-    if request.htmx and not request.htmx.boosted:
-        return render(request, "adjudication/queue.html#queue-rows", ctx)
-    return render(request, "adjudication/queue.html", ctx)
+    return render_page(request, "adjudication/queue.html", ctx, partial="#queue-rows")
 
 
 # --- The side-by-side page -----------------------------------------------------------------------------
@@ -317,8 +316,7 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
         status = 422
     extra["queue_query"] = queue_query
     ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form, **extra)
-    template = "adjudication/resolve.html#decision-form" if request.htmx else "adjudication/resolve.html"
-    return render(request, template, ctx, status=status)
+    return render_page(request, "adjudication/resolve.html", ctx, partial="#decision-form", status=status)
 
 
 def _conflict_findings(index: CodebookIndex, exc: DecisionConflict) -> Composed:
@@ -341,7 +339,7 @@ def _after_save(
             messages.info(request, "No open disagreement is left in these filters.")
     if query:
         url = f"{url}?{query}"
-    if request.htmx:
+    if is_htmx(request):
         return HttpResponseClientRedirect(url)
     return HttpResponseRedirect(url)
 
