@@ -147,6 +147,12 @@ class Lead(Member):
         item = random.choice(ids)
         url = f"/studies/{STUDY}/disagreements/{item}/"
         page = self.client.get(url, name="disagreement")
+        self.client.post(  # what the page sends once loaded: the lead claims the item
+            f"{url}claim/",
+            {"csrfmiddlewaretoken": self.csrf()},
+            headers={"Referer": f"{self.host}{url}", "HX-Request": "true"},
+            name="claim",
+        )
         expected = first_group(_EXPECTED.search(page.text)) or ""
         data: dict[str, Any] = {
             "csrfmiddlewaretoken": self.csrf(),

@@ -37,6 +37,7 @@ from apps.taxonomy.tree import LabelError
 from .consolidation import PENDING, Findings, change, consolidate, overrides_everyone, same_labels
 from .models import Decision, DecisionFinding, DecisionValue, Provenance, Review, ReviewState
 from .queries import (
+    CLAIM_TTL,
     ItemLabels,
     decision_findings,
     item_labels,
@@ -734,9 +735,14 @@ def _conflict_message(current: Decision | None, expected: int | None) -> str:
     )
 
 
-def claim(item: Item, user: User) -> None:
-    """Mark that `user` has the item open for adjudication (other leads see it for 10 minutes)."""
-    Review.objects.filter(item=item).update(claimed_by=user, claimed_at=timezone.now())
+def claim(item: Item, user: User) -> bool:
+    """Mark that `user` has the item open for adjudication (other leads see it for `CLAIM_TTL`), unless
+    another lead's claim still counts (`queries.claimed_recently`). One conditional UPDATE, so of two
+    leads opening the item at once only one claims it. Returns whether `user` holds the claim now (False
+    too for an item without a Review: nothing to adjudicate)."""
+    now = timezone.now()
+    free = Q(claimed_by=None) | Q(claimed_by=user) | Q(claimed_at=None) | Q(claimed_at__lte=now - CLAIM_TTL)
+    return bool(Review.objects.filter(free, item=item).update(claimed_by=user, claimed_at=now))
 
 
 # --- Codebook changes ----------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from apps.accounts.models import Study
@@ -24,6 +24,7 @@ from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.annotation.models import Assignment, AssignmentStatus, Round
 from apps.annotation.payload import value_field
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
@@ -134,9 +135,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         now=now,
         short=queries.short_of_annotators(study)[:SHORT_SHOWN] if not request.htmx else None,
     )
-    if request.htmx and not request.htmx.boosted:
-        return render(request, "adjudication/queue.html#queue-rows", ctx)
-    return render(request, "adjudication/queue.html", ctx)
+    return render_page(request, "adjudication/queue.html", ctx, partial="#queue-rows")
 
 
 # --- The side-by-side page -----------------------------------------------------------------------------
@@ -261,10 +260,10 @@ def _resolve_context(
 def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     """Show an item's annotations side by side and let the lead compose and save the decision.
 
-    GET claims the item for the lead (unless another lead opened it less than 10 minutes ago, which the
-    page then says). POST with ``action=save`` (the default; Ctrl+Enter) calls `services.decide`; any
-    other action (add or remove a finding, take an annotator's labels) re-renders the form with the
-    decision edited and saves nothing.
+    GET writes nothing: the page, once loaded, claims the item for the lead through `claim_item` (unless
+    another lead opened it less than 10 minutes ago, which the page then says). POST with ``action=save``
+    (the default; Ctrl+Enter) calls `services.decide`; any other action (add or remove a finding, take an
+    annotator's labels) re-renders the form with the decision edited and saves nothing.
     """
     study, role = access_study(request.user, slug, lead=True)
     item = get_object_or_404(Item.objects.in_study(study).select_related("study"), pk=item_id)
@@ -277,11 +276,6 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     if request.method == "GET":
         current = current_decision(item)
         decision = _keys(index, decision_findings(current)) if current else sheet.agreed()
-        review = Review.objects.filter(item=item).first()
-        if review is not None and (
-            review.claimed_by_id in (None, request.user.pk) or not claimed_recently(review, timezone.now())
-        ):
-            claim(item, request.user)  # type: ignore[arg-type]
         form = DecisionForm(initial={"expected_decision": current.pk if current else None})
         ctx = _resolve_context(
             request, study, role, item, index, labels, sheet, decision, form, queue_query=queue_query
@@ -321,8 +315,21 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
         status = 422
     extra["queue_query"] = queue_query
     ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form, **extra)
-    template = "adjudication/resolve.html#decision-form" if request.htmx else "adjudication/resolve.html"
-    return render(request, template, ctx, status=status)
+    return render_page(request, "adjudication/resolve.html", ctx, partial="#decision-form", status=status)
+
+
+@login_required
+@require_POST
+def claim_item(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """The lead has the item open: the side-by-side page sends this once it has loaded (a GET writes
+    nothing). Claims it unless another lead's claim still counts (`services.claim`). htmx: 204, nothing
+    to swap; a plain POST is sent back to the page."""
+    study, _ = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.in_study(study), pk=item_id)
+    claim(item, request.user)  # type: ignore[arg-type]
+    if is_htmx(request):
+        return HttpResponse(status=204)
+    return redirect("adjudication:resolve", study.slug, item.pk)
 
 
 def _conflict_findings(index: CodebookIndex, exc: DecisionConflict) -> Composed:
@@ -345,7 +352,7 @@ def _after_save(
             messages.info(request, "No open disagreement is left in these filters.")
     if query:
         url = f"{url}?{query}"
-    if request.htmx:
+    if is_htmx(request):
         return HttpResponseClientRedirect(url)
     return HttpResponseRedirect(url)
 

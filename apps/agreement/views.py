@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRefresh
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.core.models import JobStatus
 from apps.taxonomy.index import CodebookIndex
@@ -116,8 +117,7 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
     if snapshot is not None and snapshot.result.get("dimensions"):
         ctx.update(_figures(request, study, snapshot, level, index))
-        if request.htmx and request.htmx.target == "confusion":
-            return render(request, "agreement/dashboard.html#confusion", ctx)
+        return render_page(request, "agreement/dashboard.html", ctx, partial="#confusion", target="confusion")
     return render(request, "agreement/dashboard.html", ctx)
 
 
@@ -340,7 +340,7 @@ def progress(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     """The progress of a background computation; once it has finished, htmx reloads the dashboard."""
     study, role = access_study(request.user, slug, lead=True)
     snapshot = get_object_or_404(AgreementSnapshot.objects.filter(study=study), pk=pk)
-    if snapshot.is_finished and request.htmx:
+    if snapshot.is_finished and is_htmx(request):
         return HttpResponseClientRefresh()
     return render(
         request,

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.core.jobs import display_status, is_stalled
 
@@ -83,9 +84,7 @@ def item_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         next_after=page[-1].id if has_next and page else None,
         prev_before=page[0].id if has_prev and page else None,
     )
-    if request.htmx and request.htmx.target == "item-results":
-        return render(request, "corpus/item_list.html#item-results", ctx)
-    return render(request, "corpus/item_list.html", ctx)
+    return render_page(request, "corpus/item_list.html", ctx, partial="#item-results", target="item-results")
 
 
 def _int_param(request: HtmxHttpRequest, name: str) -> int | None:
@@ -120,7 +119,7 @@ def item_detail(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
 def import_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Pick a source, fill its options, start; below, the history of the study's imports."""
     study, role = access_study(request.user, slug, lead=True)
-    if request.htmx and request.htmx.target == "import-history":
+    if is_htmx(request, target="import-history"):
         return render(request, "corpus/import.html#import-history", _history_context(study, role))
     kind = request.POST.get("kind") or request.GET.get("source") or ImportKind.FILE
     if kind not in IMPORT_FORMS:
@@ -225,9 +224,7 @@ def import_job(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         stalled=is_stalled(job),
         waiting_for_worker=status == "queued" and timezone.now() - job.created_at > QUEUE_PATIENCE,
     )
-    if request.htmx:
-        return render(request, "corpus/import_job.html#job-progress", ctx)
-    return render(request, "corpus/import_job.html", ctx)
+    return render_page(request, "corpus/import_job.html", ctx, partial="#job-progress")
 
 
 def _options(params: dict[str, Any]) -> list[tuple[str, str]]:

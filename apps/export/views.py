@@ -24,6 +24,7 @@ from django_htmx.http import trigger_client_event
 from apps.accounts.models import Study
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.core.jobs import display_status
 from apps.taxonomy.index import CodebookIndex
@@ -127,7 +128,7 @@ def export_preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug, lead=True)
     form = ExportForm(study, request.GET)
     ctx = study_context(study, role, "export", **_preview_context(study, form))
-    if request.htmx:
+    if is_htmx(request):
         return render(request, "export/export.html#preview", ctx)
     return redirect(f"{reverse('export:export', args=[study.slug])}?{request.GET.urlencode()}")
 
@@ -138,9 +139,7 @@ def export_counts(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The taxonomy count tables of the current decisions (loaded after the page)."""
     study, role = access_study(request.user, slug, lead=True)
     ctx = study_context(study, role, "export", count_tables=_count_display(services.count_tables(study)))
-    if request.htmx:
-        return render(request, "export/export.html#counts", ctx)
-    return render(request, "export/counts.html", ctx)
+    return render_page(request, "export/counts.html", ctx, partial="export/export.html#counts")
 
 
 @login_required
@@ -151,11 +150,11 @@ def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     form = ExportForm(study, request.POST)
     if not form.is_valid() or form.options is None:
         ctx = study_context(study, role, "export", form=form, jobs=_job_rows(study), preview=None)
-        if request.htmx:
-            return render(request, "export/export.html#options", ctx, status=422)
-        return render(request, "export/export.html", ctx, status=400)
+        return render_page(
+            request, "export/export.html", ctx, partial="#options", status=400, partial_status=422
+        )
     job = services.submit_export(study, form.options, user=request.user)  # type: ignore[arg-type]
-    if request.htmx:
+    if is_htmx(request):
         job.refresh_from_db()
         response = render(
             request, "export/export.html#jobs", study_context(study, role, "export", jobs=_job_rows(study))
@@ -173,9 +172,7 @@ def export_job(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     job = get_object_or_404(ExportJob.objects.for_lead(request.user).filter(study=study), pk=pk)
     services.resend_export(job)  # the broker was down when it started: try again while the page polls
     ctx = study_context(study, role, "export", row=_job_row(job))
-    if request.htmx:
-        return render(request, "export/export.html#job-row", ctx)
-    return render(request, "export/job.html", ctx)
+    return render_page(request, "export/job.html", ctx, partial="export/export.html#job-row")
 
 
 @login_required

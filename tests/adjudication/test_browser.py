@@ -21,9 +21,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 MakeItem = Callable[..., Item]
 
 
-def drive(browser: Any, base_url: str, session: str, item_id: int) -> list[str]:
+def drive(browser: Any, base_url: str, session: str, item_id: int, claims: list[int]) -> list[str]:
     """The lead's clicks and keys in `browser` (the shared fixture). No ORM call in here: the database
-    is checked once the lead is done. Returns console errors."""
+    is checked once the lead is done. Returns console errors; `claims` gets the status of the claim."""
     from playwright.sync_api import expect
 
     problems: list[str] = []
@@ -41,7 +41,10 @@ def drive(browser: Any, base_url: str, session: str, item_id: int) -> list[str]:
     page.goto("/studies/ddp/disagreements/")
     expect(page.get_by_text("NCCL watchdog timeout")).to_be_visible()
     page.keyboard.press("j")
-    page.keyboard.press("Enter")
+    # the page claims the item once loaded: a POST of its own, answered 204
+    with page.expect_response(lambda r: r.url.endswith(f"/{item_id}/claim/")) as claimed:
+        page.keyboard.press("Enter")
+    claims.append(claimed.value.status)
     page.wait_for_url(f"**/studies/ddp/disagreements/{item_id}/")
     expect(page.get_by_text("It froze first.")).to_be_visible()
     expect(page.get_by_text("Nothing happens, forever.")).to_be_visible()  # a definition in conflict
@@ -72,9 +75,11 @@ def test_a_lead_resolves_a_disagreement_with_the_keyboard(
     client = Client()
     client.force_login(lead)
 
-    problems = drive(browser, live_server.url, client.cookies["sessionid"].value, item.pk)
+    claims: list[int] = []
+    problems = drive(browser, live_server.url, client.cookies["sessionid"].value, item.pk, claims)
 
     assert not problems, problems  # a CSP violation or a script error shows up here
+    assert claims == [204]  # opening the page claimed it (the decision then released the claim)
     decision = Decision.objects.get(item=item)  # exactly one: the refused save wrote nothing
     assert (decision.provenance, decision.decided_by, decision.is_current) == (
         Provenance.ADJUDICATED,

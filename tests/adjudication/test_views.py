@@ -17,6 +17,7 @@ from apps.adjudication.models import Decision, Provenance, Review, ReviewState
 from apps.adjudication.services import decide
 from apps.annotation.models import Round
 from apps.corpus.models import Item
+from apps.corpus.services import ensure_rendered
 from apps.taxonomy.models import Category
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, submit
 from tests.conftest import login
@@ -243,21 +244,56 @@ def test_annotator_names_are_hidden_when_the_study_says_so(
     assert "alice" not in body and "bob" not in body
 
 
-def test_opening_an_item_claims_it_and_another_lead_sees_the_claim(
+def claim_url(item: Item) -> str:
+    return reverse("adjudication:claim", args=[item.study.slug, item.pk])
+
+
+def test_opening_an_item_writes_nothing_and_the_page_sends_the_claim(
+    client: Client, lead: User, disagreement: Item
+) -> None:
+    ensure_rendered(disagreement)  # the body's HTML is a cache the first view of any item fills
+    login(client, lead)
+    with CaptureQueriesContext(connection) as queries:
+        body = client.get(resolve_url(disagreement)).content.decode()
+    writes = [
+        q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
+    assert writes == []
+    review = Review.objects.get(item=disagreement)
+    assert (review.claimed_by, review.claimed_at) == (None, None)
+    assert f'hx-post="{claim_url(disagreement)}" hx-trigger="load"' in body
+
+
+def test_claiming_an_item_shows_it_to_another_lead_until_the_claim_is_ten_minutes_old(
     client: Client, lead: User, second_lead: User, disagreement: Item
 ) -> None:
     login(client, lead)
-    client.get(resolve_url(disagreement))
-    review = Review.objects.get(item=disagreement)
-    assert review.claimed_by == lead
+    response = client.post(claim_url(disagreement), HTTP_HX_REQUEST="true")
+    assert (response.status_code, response.content) == (204, b"")
+    assert Review.objects.get(item=disagreement).claimed_by == lead
     login(client, second_lead)
     response = client.get(resolve_url(disagreement))
     assert "lena</strong> opened this item" in response.content.decode()
+    client.post(claim_url(disagreement), HTTP_HX_REQUEST="true")  # the page's claim: refused, lena's holds
     assert Review.objects.get(item=disagreement).claimed_by == lead
     Review.objects.filter(item=disagreement).update(claimed_at=timezone.now() - timedelta(minutes=11))
     response = client.get(resolve_url(disagreement))
     assert "claim-warning" not in response.content.decode()
+    client.post(claim_url(disagreement), HTTP_HX_REQUEST="true")
     assert Review.objects.get(item=disagreement).claimed_by == second_lead
+
+
+def test_a_claim_without_htmx_goes_back_to_the_page_and_only_leads_may_claim(
+    client: Client, lead: User, annotator_a: User, outsider: User, disagreement: Item
+) -> None:
+    login(client, lead)
+    assert client.get(claim_url(disagreement)).status_code == 405
+    response = client.post(claim_url(disagreement))
+    assert (response.status_code, response["Location"]) == (302, resolve_url(disagreement))
+    Review.objects.filter(item=disagreement).update(claimed_by=None, claimed_at=None)
+    assert login(client, annotator_a).post(claim_url(disagreement)).status_code == 403
+    assert login(client, outsider).post(claim_url(disagreement)).status_code == 404
+    assert Review.objects.get(item=disagreement).claimed_by is None
 
 
 def form_data(findings: list[dict[str, list[str]]], **extra: str) -> dict[str, object]:

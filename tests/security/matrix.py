@@ -162,6 +162,7 @@ MATRIX: dict[str, Rule] = {
     "adjudication:study-detail": page("member", kwargs=study),
     "adjudication:queue": page("lead", kwargs=study),
     "adjudication:resolve": page("lead", "GET", "POST", kwargs=item(0, "item_id")),
+    "adjudication:claim": page("lead", "POST", kwargs=item(0, "item_id")),
     "adjudication:history": page("lead", kwargs=item(0, "item_id")),
     # --- export -----------------------------------------------------------------------------------
     "export:export": page("lead", kwargs=study),

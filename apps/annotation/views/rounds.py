@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.accounts.models import Membership, Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx
 from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item, Relevance
 from apps.corpus.records import canonical_url
@@ -306,7 +307,7 @@ def screen(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         item.refresh_from_db(fields=["relevance", "relevance_reason"])
     else:
         error = " ".join(str(m) for e in form.errors.values() for m in e)
-    if request.htmx:
+    if is_htmx(request):
         # htmx swaps only 2xx responses: the row comes back with its error shown, as 200.
         ctx = study_context(study, role, "screening", it=item, error=error)
         return render(request, "annotation/screening.html#screen-row", ctx)

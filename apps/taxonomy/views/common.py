@@ -1,12 +1,12 @@
-"""What the codebook screens share: scoped lookups, page-or-partial rendering, the change event, and
-how a recorded change reads for people."""
+"""What the codebook screens share: scoped lookups, the change event, and how a recorded change reads for
+people. (Page or partial: `apps.core.htmx.render_page`, as on every screen.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django_htmx.http import trigger_client_event
 
 from apps.accounts.models import Study, User
@@ -32,12 +32,6 @@ def scoped_category(study: Study, pk: int | None) -> Category | None:
     return (
         None if pk is None else get_object_or_404(study_categories(study).select_related("dimension"), pk=pk)
     )
-
-
-def render_screen(
-    request: HtmxHttpRequest, template: str, partial: str, ctx: dict[str, Any], *, status: int = 200
-) -> HttpResponse:
-    return render(request, f"{template}#{partial}" if request.htmx else template, ctx, status=status)
 
 
 def changed(response: HttpResponse) -> HttpResponse:

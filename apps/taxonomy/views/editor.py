@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 
 from .. import services
@@ -32,7 +33,7 @@ from ..forms import (
 from ..index import CodebookIndex
 from ..models import Category, CategoryStatus, CodebookChange, Dimension
 from ..services import CodebookEditError
-from .common import changed, described, render_screen, scoped_category, study_categories, user_of
+from .common import changed, described, scoped_category, study_categories, user_of
 
 
 def _panel_context(
@@ -93,7 +94,7 @@ def _panel(
 ) -> HttpResponse:
     ctx = _panel_context(study, role, category, forms_=forms_)
     ctx["message"] = message
-    return render_screen(request, "taxonomy/category.html", "panel", ctx, status=status)
+    return render_page(request, "taxonomy/category.html", ctx, partial="#panel", status=status)
 
 
 def done(
@@ -104,7 +105,7 @@ def done(
         category = (
             study_categories(study).select_related("dimension", "proposed_by").filter(pk=category.pk).first()
         )
-    if not request.htmx:
+    if not is_htmx(request):
         messages.success(request, message)
         if category is None:
             return redirect("taxonomy:codebook", study.slug)
@@ -282,7 +283,7 @@ def category_add(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         form = AddCategoryForm(parents=parents, initial={"parent": request.GET.get("parent", "")})
         status = 200
     ctx = study_context(study, role, "codebook", dimension=dimension, form=form)
-    return render_screen(request, "taxonomy/category_add.html", "add-form", ctx, status=status)
+    return render_page(request, "taxonomy/category_add.html", ctx, partial="#add-form", status=status)
 
 
 def _lead_dimension(request: HtmxHttpRequest, slug: str, pk: int) -> tuple[Study, str, Dimension]:
@@ -323,7 +324,7 @@ def _dimension_panel(
         message=message,
         error=error,
     )
-    return render_screen(request, "taxonomy/dimension.html", "dimension-panel", ctx, status=status)
+    return render_page(request, "taxonomy/dimension.html", ctx, partial="#dimension-panel", status=status)
 
 
 @login_required
@@ -352,12 +353,14 @@ def dimension_add(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 form.add_error(None, str(exc))
             else:
                 message = f"Added the dimension {dimension.name}."
-                if not request.htmx:
+                if not is_htmx(request):
                     messages.success(request, message)
                     return redirect("taxonomy:codebook", study.slug)
                 return changed(_dimension_panel(request, study, role, dimension, message=message))
     ctx = study_context(study, role, "codebook", form=form)
-    return render_screen(request, "taxonomy/dimension_add.html", "dimension-add-form", ctx, status=status)
+    return render_page(
+        request, "taxonomy/dimension_add.html", ctx, partial="#dimension-add-form", status=status
+    )
 
 
 @login_required
@@ -390,7 +393,7 @@ def dimension_detail(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespon
 def _dimension_done(
     request: HtmxHttpRequest, study: Study, role: str, dimension: Dimension, message: str
 ) -> HttpResponse:
-    if not request.htmx:
+    if not is_htmx(request):
         messages.success(request, message)
         return redirect("taxonomy:dimension", study.slug, dimension.pk)
     dimension.refresh_from_db()

@@ -15,12 +15,13 @@ from django.views.decorators.http import require_GET
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.core.context import study_context
+from apps.core.htmx import render_page
 from apps.core.http import HtmxHttpRequest
 
 from .. import services
 from ..codebook_spec import codebook_from_data, dump_codebook
 from ..models import ChangeKind, CodebookChange, CodebookVersion
-from .common import described, download, render_screen, user_of
+from .common import described, download, user_of
 
 PRIVATE_KINDS = (ChangeKind.PROPOSE, ChangeKind.REJECT)
 
@@ -45,7 +46,7 @@ def history(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         .values("number", "created_at", "created_by__username")
     )
     ctx = study_context(study, role, "codebook", page=page, versions=versions)
-    return render_screen(request, "taxonomy/history.html", "change-list", ctx)
+    return render_page(request, "taxonomy/history.html", ctx, partial="#change-list")
 
 
 def _flatten(categories: list[dict[str, Any]], depth: int = 1) -> list[tuple[int, dict[str, Any]]]:

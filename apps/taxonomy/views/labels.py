@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from apps.accounts.models import Study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 
 from .. import services
@@ -22,7 +23,7 @@ from ..forms import ReassignFilterForm, ReassignForm, SplitForm, category_choice
 from ..index import CodebookIndex
 from ..models import Category, CategoryStatus
 from ..services import CodebookEditError
-from .common import changed, render_screen, scoped_category, user_of
+from .common import changed, scoped_category, user_of
 from .editor import done, lead_category
 
 
@@ -50,13 +51,13 @@ def category_split(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse
                         f"Split “{category.name}” into {names}. Now reassign its {labels + gold} label(s).",
                     )
                     url = reverse("taxonomy:category-reassign", args=[study.slug, category.pk])
-                    if request.htmx:
+                    if is_htmx(request):
                         return HttpResponseClientRedirect(url)
                     return redirect(url)
                 return done(request, study, role, created[0], f"Split “{category.name}” into {names}.")
     labels, gold = services.label_count(category)
     ctx = study_context(study, role, "codebook", category=category, form=form, labels=labels, gold=gold)
-    return render_screen(request, "taxonomy/split.html", "split-form", ctx, status=status)
+    return render_page(request, "taxonomy/split.html", ctx, partial="#split-form", status=status)
 
 
 REASSIGN_PAGE_SIZE = 100
@@ -114,7 +115,7 @@ def category_reassign(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespo
                 if moved.dropped_labels or moved.dropped_decisions:
                     n = len(moved.dropped_labels) + len(moved.dropped_decisions)
                     message += f" {n} duplicate(s) removed: their finding already had “{target.name}”."
-                if not request.htmx:
+                if not is_htmx(request):
                     messages.success(request, message)
                     return redirect(f"{request.path}?{filters_query(filters)}")
                 form = ReassignForm(targets=targets)
@@ -124,7 +125,7 @@ def category_reassign(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespo
                 )
                 return changed(render(request, "taxonomy/reassign.html#reassign-table", ctx))
     ctx = _reassign_context(study, role, category, index, filters, form, labels, gold, request, "")
-    return render_screen(request, "taxonomy/reassign.html", "reassign-table", ctx, status=status)
+    return render_page(request, "taxonomy/reassign.html", ctx, partial="#reassign-table", status=status)
 
 
 def filters_query(filters: ReassignFilterForm) -> str:

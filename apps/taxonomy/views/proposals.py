@@ -14,6 +14,7 @@ from django_htmx.http import trigger_client_event
 from apps.accounts.models import Study
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 
 from .. import services
@@ -22,7 +23,7 @@ from ..index import CodebookIndex
 from ..models import Category, CategoryStatus, Codebook, Dimension
 from ..services import CodebookEditError
 from ..tree import near_duplicates
-from .common import changed, render_screen, scoped_category, study_categories, user_of
+from .common import changed, scoped_category, study_categories, user_of
 from .editor import lead_category
 
 
@@ -55,7 +56,7 @@ def propose(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             else:
                 return _proposed(request, study, role, dimension, proposal, data["input_name"])
     ctx = study_context(study, role, "codebook", form=form, dimensions=index.dimensions, index=index)
-    return render_screen(request, "taxonomy/propose.html", "propose-errors", ctx, status=status)
+    return render_page(request, "taxonomy/propose.html", ctx, partial="#propose-errors", status=status)
 
 
 def _active_dimension(study: Study, key: str) -> Dimension:
@@ -85,7 +86,7 @@ def _proposed(
     input_name: str,
 ) -> HttpResponse:
     category = proposal.category
-    if not request.htmx:
+    if not is_htmx(request):
         verb = "Proposed" if proposal.created else "You had already proposed"
         messages.success(request, f"{verb} “{category.name}”; you can use it now, a lead will review it.")
         for warning in proposal.warnings:
@@ -151,7 +152,9 @@ def _proposals_context(
 def proposals(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The lead's queue of proposed codes: accept, merge into an existing category, or reject."""
     study, role = access_study(request.user, slug, lead=True)
-    return render_screen(request, "taxonomy/proposals.html", "proposal-list", _proposals_context(study, role))
+    return render_page(
+        request, "taxonomy/proposals.html", _proposals_context(study, role), partial="#proposal-list"
+    )
 
 
 @login_required
@@ -202,7 +205,7 @@ def _proposal_response(
     status: int = 200,
     signal_change: bool = False,
 ) -> HttpResponse:
-    if not request.htmx:
+    if not is_htmx(request):
         if message:
             messages.success(request, message)
         for error in (errors or {}).values():
