@@ -133,7 +133,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         counts=counts_per_round(study),
         queue_query=_queue_query(form),
         now=now,
-        short=queries.short_of_annotators(study)[:SHORT_SHOWN] if not request.htmx else None,
+        short=None if is_htmx(request) else queries.short_of_annotators(study)[:SHORT_SHOWN],
     )
     return render_page(request, "adjudication/queue.html", ctx, partial="#queue-rows")
 
