@@ -16,12 +16,12 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.accounts.models import Study
+from apps.adjudication.models import Decision, DecisionValue
 from apps.annotation.models import LabelValue
 from apps.corpus.models import ImportJob
-from apps.export.models import ExportJob
 from apps.taxonomy.models import Category, Codebook, Dimension
 
-from .models import Decision, DecisionValue
+from .models import ExportJob
 
 
 def _owned_files(study: Study) -> list[Path]:
