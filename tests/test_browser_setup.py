@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 BROWSER_TESTS = ["tests/taxonomy/test_browser.py", "tests/security/test_xss_browser.py"]
@@ -61,15 +63,24 @@ def test_no_test_starts_chromium_its_own_way() -> None:
     assert offenders == []
 
 
+@pytest.mark.parametrize("venv", [".venv", "a virtualenv make never installed"])
 def test_make_test_gets_chromium_before_any_test_and_stops_with_one_message_when_it_cannot(
-    tmp_path: Path,
+    tmp_path: Path, venv: str
 ) -> None:
+    """`make test` installs first when the virtualenv's stamp is missing or older than pyproject.toml (a
+    virtualenv made by hand): `-o STAMP` takes the stamp as up to date, so only the Chromium rule is
+    tested, whatever the virtualenv (here also one with no stamp at all, where make would install)."""
+    if venv != ".venv":
+        venv = str(tmp_path / "venv")
     missing = tmp_path / "no-such-chromium"
     run = subprocess.run(
         [
             "make",
             "--no-print-directory",
+            "-o",
+            f"{venv}/.installed",
             "test",
+            f"VENV={venv}",
             f"CHROMIUM={missing}",
             "PYTEST_ARGS=-k no-test-has-this-name",
         ],
@@ -79,6 +90,8 @@ def test_make_test_gets_chromium_before_any_test_and_stops_with_one_message_when
         timeout=300,
     )
 
+    output = run.stdout + run.stderr
     assert run.returncode != 0
     assert run.stderr.count(f"CHROMIUM={missing} is not an executable") == 1, run.stderr
-    assert "bin/pytest" not in run.stdout + run.stderr and "deselected" not in run.stdout  # no test run
+    assert "Installing into" not in output and "pip install" not in output, output  # the stamp is kept
+    assert "bin/pytest" not in output and "deselected" not in run.stdout  # no test run

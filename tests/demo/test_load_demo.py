@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
 import pytest
-from django.core.management import call_command
+from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 
 from apps.accounts.models import Membership, Role, Study, User
@@ -12,10 +17,13 @@ from apps.adjudication.services import decide
 from apps.adjudication.status import study_status
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, LabelValue
 from apps.annotation.services.labelling import submit_annotation
-from apps.corpus.models import ImportJob, Item
+from apps.corpus.models import ImportJob, ImportKind, Item
+from apps.corpus.services.imports import save_upload
+from apps.export.services import create_export, export_in_foreground, parse_options, scratch_dir, stored_path
 from apps.taxonomy.models import Category, CategoryStatus, Codebook, CodebookChange, Dimension
 from apps.taxonomy.services.categories import merge_category, rename_category
 from apps.taxonomy.services.proposals import accept_proposal, propose_category
+from tests.core.test_layering import contract
 
 pytestmark = pytest.mark.django_db
 
@@ -149,6 +157,42 @@ def test_reset_demo_leaves_other_studies_alone() -> None:
     assert Membership.objects.filter(study=other, user__username="lead", role=Role.OWNER).exists()
 
 
+def _export_csv(study: Study) -> Path:
+    job = export_in_foreground(study, parse_options(study, format="csv"))
+    path = stored_path(job)
+    assert path is not None and path.is_file(), job.error
+    return path
+
+
+def test_reset_demo_removes_the_demo_s_exports_their_scratch_folders_and_its_uploads(
+    file_roots: dict[str, Path],
+    django_capture_on_commit_callbacks: Callable[..., AbstractContextManager[Any]],
+) -> None:
+    call_command("load_demo")
+    demo = Study.objects.get(slug="tosem23")
+    exported = _export_csv(demo)
+    killed = create_export(demo, parse_options(demo, format="csv"))  # a worker killed half-way left this
+    scratch = scratch_dir(killed)
+    scratch.mkdir(parents=True)
+    (scratch / "tosem23-export.csv.part").write_text("half a file", encoding="utf-8")
+    upload = save_upload(demo, "more.csv", [b"url,title\n"])
+    ImportJob.objects.create(study=demo, kind=ImportKind.FILE, upload=str(upload))
+    orphan = save_upload(demo, "refused.csv", [b"url\n"])  # stored, then its import was never recorded
+    other = Study.objects.create(slug="mine", name="Mine")
+    other_export = _export_csv(other)
+    other_upload = save_upload(other, "mine.csv", [b"url\n"])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("reset_demo")
+
+    assert exported == file_roots["exports"] / "tosem23" / exported.name
+    for gone in (exported, scratch, upload, orphan):
+        assert not gone.exists(), f"{gone} was left behind"
+    assert not (file_roots["exports"] / "tosem23").exists()
+    assert not (file_roots["uploads"] / "tosem23").exists()
+    assert other_export.is_file() and other_upload.is_file()
+
+
 def test_a_study_named_tosem23_that_is_not_the_demo_is_never_written_or_deleted() -> None:
     Study.objects.create(slug="tosem23", name="Our own study")
 
@@ -159,3 +203,10 @@ def test_a_study_named_tosem23_that_is_not_the_demo_is_never_written_or_deleted(
 
     assert Study.objects.get(slug="tosem23").name == "Our own study"
     assert _snapshot() == (0, 0, 0, 0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("command", ["load_demo", "reset_demo"])
+def test_the_demo_commands_belong_to_the_top_app_of_the_layers(command: str) -> None:
+    """Resetting the demo deletes rows and files of every app, export jobs included: only the top app may."""
+    top = contract("layers")["layers"][0]
+    assert get_commands()[command] == f"apps.{top}"

@@ -4,6 +4,9 @@ The two servers are stand-ins with the real ones' signal behaviour: the worker, 
 its own SIGINT and SIGTERM handlers, says "Warm shutdown" on each and takes a moment to stop; the web
 server, like runserver started in the background of a script, keeps SIGINT ignored and stops on SIGTERM.
 Each notes the signals it got in a file, so the test sees who was stopped and how often.
+
+Every test runs twice: under this machine's bash, and under it made to refuse `wait -n` as macOS's bash
+3.2 does (`make run` there must not stop at once).
 """
 
 from __future__ import annotations
@@ -11,12 +14,27 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "serve_demo.sh"
+
+# bash 3.2's `wait` knows no -n: an exported function of that name, which the script's bash imports and
+# prefers to the builtin, refuses it the same way and passes every other call on.
+WAIT_WITHOUT_N = {
+    "BASH_FUNC_wait%%": (
+        '() { case "${1-}" in -n) echo "wait: -n: invalid option" >&2; return 2;; esac; builtin wait "$@"; }'
+    )
+}
+
+
+@pytest.fixture(params=["bash", "bash 3.2 (no wait -n)"])
+def shell_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    return WAIT_WITHOUT_N if request.param.startswith("bash 3.2") else {}
+
 
 WORKER = """\
 import signal, sys, time
@@ -61,16 +79,16 @@ def _stand_ins(tmp_path: Path, *, web_exits: bool = False) -> Path:
     flag = " --exit-at-once" if web_exits else ""
     for name, code, log in (("celery", "worker.py", "worker.log"), ("python", "web.py", "web.log")):
         stub = bin_dir / name
-        stub.write_text(f"#!/bin/sh\nexec python3 {tmp_path / code} {tmp_path / log}{flag}\n")
+        stub.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{tmp_path / code}' '{tmp_path / log}'{flag}\n")
         stub.chmod(0o755)
     return bin_dir
 
 
-def _start(bin_dir: Path) -> subprocess.Popen[str]:
+def _start(bin_dir: Path, shell_env: dict[str, str]) -> subprocess.Popen[str]:
     """The script in a process group of its own, with SIGINT at its default as under a terminal."""
     return subprocess.Popen(
         [str(SCRIPT)],
-        env={**os.environ, "BIN": str(bin_dir), "PORT": "8765"},
+        env={**os.environ, **shell_env, "BIN": str(bin_dir), "PORT": "8765"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -95,10 +113,14 @@ def _group_is_gone(pgid: int) -> bool:
     return False
 
 
-def test_ctrl_c_stops_the_worker_and_the_web_server_quietly(tmp_path: Path) -> None:
-    process = _start(_stand_ins(tmp_path))
+def test_ctrl_c_stops_the_worker_and_the_web_server_quietly(
+    tmp_path: Path, shell_env: dict[str, str]
+) -> None:
+    process = _start(_stand_ins(tmp_path), shell_env)
     _wait_for(tmp_path / "worker.log", "started")
     _wait_for(tmp_path / "web.log", "started")
+    time.sleep(1.2)  # past the script's first looks at the servers
+    assert process.poll() is None, "the script stopped while both servers were running"
 
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl+C does: the whole foreground group
     output, _ = process.communicate(timeout=15)
@@ -113,8 +135,8 @@ def test_ctrl_c_stops_the_worker_and_the_web_server_quietly(tmp_path: Path) -> N
     assert set(lines) == {"worker: Warm shutdown (MainProcess)"} and len(lines) <= 2, output
 
 
-def test_sigterm_to_the_script_alone_stops_both_servers(tmp_path: Path) -> None:
-    process = _start(_stand_ins(tmp_path))
+def test_sigterm_to_the_script_alone_stops_both_servers(tmp_path: Path, shell_env: dict[str, str]) -> None:
+    process = _start(_stand_ins(tmp_path), shell_env)
     _wait_for(tmp_path / "worker.log", "started")
     _wait_for(tmp_path / "web.log", "started")
 
@@ -128,8 +150,10 @@ def test_sigterm_to_the_script_alone_stops_both_servers(tmp_path: Path) -> None:
     assert output.count("Warm shutdown") == 1
 
 
-def test_a_server_that_stops_by_itself_stops_the_other_and_gives_its_status(tmp_path: Path) -> None:
-    process = _start(_stand_ins(tmp_path, web_exits=True))
+def test_a_server_that_stops_by_itself_stops_the_other_and_gives_its_status(
+    tmp_path: Path, shell_env: dict[str, str]
+) -> None:
+    process = _start(_stand_ins(tmp_path, web_exits=True), shell_env)
 
     process.communicate(timeout=15)
 

@@ -204,14 +204,45 @@ def test_a_full_disk_fails_the_job_in_one_line_and_leaves_the_old_file_and_no_pa
     assert not [p for p in export_root.rglob("*") if p.is_file()]
 
 
-def test_a_directory_nobody_may_write_fails_the_job_in_one_line(labelled: Study) -> None:
-    output = Path("/sys/taxonomist-dataset.csv")  # sysfs refuses new files, even to root
+@pytest.mark.parametrize("refused", ["creating the file", "renaming it into place"])
+def test_a_directory_nobody_may_write_fails_the_job_in_one_line_and_leaves_no_partial_file(
+    labelled: Study, tmp_path: Path, export_root: Path, monkeypatch: pytest.MonkeyPatch, refused: str
+) -> None:
+    """The operating system says "Permission denied" (EACCES) for the output's directory: a stand-in, since
+    root may write anywhere and no path refuses everyone on every machine (/sys is read-only in a
+    container, and missing on macOS)."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    output = locked / "dataset.csv"
+    denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    if refused == "creating the file":
+        real_open = Path.open
+
+        def open_(path: Path, *args: Any, **kwargs: Any) -> Any:
+            if path.parent == locked:
+                raise denied
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "open", open_)
+    else:
+        real_replace = os.replace
+
+        def replace(source: Any, target: Any) -> None:
+            if Path(target).parent == locked:
+                raise denied
+            real_replace(source, target)
+
+        monkeypatch.setattr(os, "replace", replace)
+
     with pytest.raises(CommandError) as error:
         run("export_dataset", "ddp", "--format", "csv", "--output", str(output))
+
     job = ExportJob.objects.get()
     assert str(error.value) == f"Export #{job.pk} failed: --output {output}: cannot write: Permission denied"
-    assert job.status == JobStatus.FAILED
-    assert not output.exists()
+    assert job.status == JobStatus.FAILED and job.error.startswith(f"--output {output}: cannot write:")
+    assert not services.is_downloadable(job)
+    assert not list(locked.iterdir())  # neither the file nor a partial one
+    assert not [p for p in export_root.rglob("*") if p.is_file()]
 
 
 def test_a_full_disk_under_the_export_root_is_one_line_and_a_failed_job(

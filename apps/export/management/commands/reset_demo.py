@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from apps.accounts.models import Study, User
-from apps.adjudication.demo import delete_study
 from apps.core.cli import BaseCommand
+from apps.export.demo import delete_study
 
 from .load_demo import PASSWORD, SLUG, USERS
 
