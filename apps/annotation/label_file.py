@@ -202,7 +202,7 @@ def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
     problem with its row, field and value. With `decisions`, `annotator` may be empty and no label may be
     *pending*."""
     text = text.removeprefix("\ufeff")
-    records_in = csv_records(io.StringIO(text, newline=""))
+    records_in = csv_records(io.StringIO(text, newline=""), row_width=_row_width)
     try:
         _, header = next(records_in)
     except StopIteration:
@@ -229,6 +229,13 @@ def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
     if problems:
         raise LabelFileError(problems)
     return group_labels(records, row_numbers=row_numbers, decisions=decisions)
+
+
+def _row_width(header: Sequence[str]) -> int:
+    """The fewest cells a row can have: up to the last required column (optional ones after it may be
+    left out), so that a stray quote in a memo cannot swallow such short rows either."""
+    names = [cell.strip().casefold() for cell in header]
+    return 1 + max((i for i, name in enumerate(names) if name in REQUIRED_COLUMNS), default=len(names) - 1)
 
 
 def _columns(header: Sequence[str]) -> dict[str, int]:

@@ -16,6 +16,14 @@ every following line into that field. The rule that tells the two apart:
 * a record that runs across line ends and ends with a different number of fields than the header is
   refused the same way (a legitimate multi-line field leaves its record as wide as the header; a stray
   quote that closes on a later line by chance almost never does);
+* a record that runs across line ends and is as wide as the header is refused the same way when every
+  non-blank line it takes in after its first, read on its own, splits into at least as many fields as a
+  row of the file has: those lines are rows swallowed between two stray quotes (``u2,ok,"He said hi`` …
+  ``u4,ok4,she said bye"``, the last column's field closing by chance at a line end). Text that really
+  runs across lines (an issue body with prose, code and commas, a memo) has lines that are not rows: a
+  heading, a sentence without the file's delimiters, a code fence, a blank-separated paragraph with fewer
+  commas. A row has the header's number of fields unless the caller says fewer will do (``row_width``:
+  labels rows may leave out trailing optional columns);
 * anything else the ``csv`` module's strict mode refuses (text after a closing quote) is refused with
   the line of its record.
 
@@ -30,7 +38,7 @@ import csv
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -218,16 +226,63 @@ def _decode_problem(target: Path, path: str | os.PathLike[str], limit: int | Non
     return None
 
 
-def csv_records(lines: Iterable[str], *, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+class _Taken:
+    """The lines a csv reader takes from `lines`, kept until the caller clears them: the physical lines
+    of the record just read."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = iter(lines)
+        self.taken: list[str] = []
+
+    def __iter__(self) -> _Taken:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.taken.append(line)
+        return line
+
+
+def _reads_as_a_row(line: str, fields: int, delimiter: str) -> bool:
+    """Whether one physical line, read on its own as CSV, has at least `fields` fields."""
+    try:
+        row = next(csv.reader([line.rstrip("\r\n")], delimiter=delimiter, strict=False), [])
+    except csv.Error:
+        return False
+    return len(row) >= fields
+
+
+def _swallowed_rows(taken: Sequence[str], fields: int, delimiter: str) -> bool:
+    """Whether the lines a multi-line record takes in after its first are all rows of their own."""
+    lines = [line for line in taken[1:] if line.strip()]
+    return bool(lines) and all(_reads_as_a_row(line, fields, delimiter) for line in lines)
+
+
+def _lines_named(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def csv_records(
+    lines: Iterable[str],
+    *,
+    delimiter: str = ",",
+    row_width: Callable[[Sequence[str]], int] | None = None,
+) -> Iterator[tuple[int, list[str]]]:
     """The records of CSV text (`lines`: an open text file, or ``io.StringIO``), each with the physical
     line it starts on; the first record is the header. Blank records are yielded too (the callers skip
     them). Raises CsvFormatError for a stray quote (module docstring) or other malformed CSV.
+
+    `row_width`, given the header, is the fewest fields a row of the file may have (default: as many as
+    the header); a multi-line field whose every other line has that many is refused as swallowed rows.
     """
     csv.field_size_limit(max(csv.field_size_limit(), min(sys.maxsize, CSV_FIELD_LIMIT)))
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    source = _Taken(lines)
+    reader = csv.reader(source, delimiter=delimiter, strict=True)
     width: int | None = None
+    fields = 0
     start = 1
     while True:
+        source.taken.clear()
         try:
             row = next(reader)
         except StopIteration:
@@ -249,11 +304,20 @@ def csv_records(lines: Iterable[str], *, delimiter: str = ",") -> Iterator[tuple
         end = reader.line_num
         if width is None:
             width = len(row)
+            fields = max(1, row_width(row) if row_width is not None else width)
         elif end > start and len(row) != width:
             raise CsvFormatError(
                 start,
                 f"a quoted field opened on this line runs to line {end} and leaves the record with "
                 f"{len(row)} fields where the header has {width} (a stray or unbalanced '\"'?)",
+            )
+        elif end > start and _swallowed_rows(source.taken, fields, delimiter):
+            raise CsvFormatError(
+                start,
+                f"a quoted field opened on this line runs to line {end} and takes in "
+                f"{_lines_named(start + 1, end)}, which read as rows of their own ({fields} or more fields "
+                "each): rows swallowed between two stray or unbalanced '\"'? "
+                '(a \'"\' inside a quoted field is written twice: "")',
             )
         yield start, row
         start = end + 1

@@ -7,9 +7,10 @@ regular file is never replaced"):
   device such as ``/dev/full``, a socket) is refused by :func:`check_output_path` before any work, and
   again just before the rename, because ``os.replace`` swaps a directory entry whatever it names (run as
   root it replaced ``/dev/full`` itself);
-- :func:`copy_to_output` writes a temporary file next to the target and renames it into place only once
-  it is complete and flushed, so a reader never sees half a file and a failed write leaves the old file
-  as it was; the temporary file is removed on every failure;
+- :func:`copy_to_output` (a finished file) and :func:`write_output` (bytes in memory) write a
+  temporary file next to the target and rename it into place only once it is complete and flushed, so a
+  reader never sees half a file and a failed write leaves the old file as it was; the temporary file is
+  removed on every failure;
 - every ``OSError`` (permission, full disk, read-only file system) becomes one :class:`OutputError`
   line: ``--output PATH: cannot write: <reason>``.
 
@@ -24,9 +25,11 @@ import os
 import shutil
 import stat
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["OutputError", "check_output_path", "copy_to_output"]
+__all__ = ["OutputError", "check_output_path", "copy_to_output", "write_output"]
 
 _KINDS = (
     (stat.S_ISLNK, "is a symbolic link"),
@@ -59,11 +62,25 @@ def check_output_path(path: Path, *, flag: str = "--output") -> None:
 
 def copy_to_output(source: Path, target: Path, *, flag: str = "--output") -> None:
     """Copy `source` to `target` under the contract of the module docstring; raises OutputError."""
+
+    def fill(writing: BinaryIO) -> None:
+        with source.open("rb") as reading:
+            shutil.copyfileobj(reading, writing)
+
+    _write_in_place(target, flag, fill)
+
+
+def write_output(data: bytes, target: Path, *, flag: str = "--output") -> None:
+    """Write `data` to `target` under the contract of the module docstring; raises OutputError."""
+    _write_in_place(target, flag, lambda writing: writing.write(data))
+
+
+def _write_in_place(target: Path, flag: str, fill: Callable[[BinaryIO], object]) -> None:
     check_output_path(target, flag=flag)
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
     try:
-        with source.open("rb") as reading, partial.open("xb") as writing:
-            shutil.copyfileobj(reading, writing)
+        with partial.open("xb") as writing:
+            fill(writing)
             writing.flush()
             os.fsync(writing.fileno())
         check_output_path(target, flag=flag)  # it may have become a link or a device meanwhile

@@ -228,6 +228,45 @@ def test_unbalanced_quote_in_a_labels_memo_is_refused_and_nothing_is_written(
 
 
 @pytest.mark.parametrize(
+    "swallowed",
+    [
+        f"{URL1},bob,type,howto,1,\n{URL2},alice,type,howto,1,\n",
+        f"{URL1},bob,type,howto\n{URL2},alice,type,howto\n",
+    ],
+    ids=["full rows", "rows without the optional columns"],
+)
+def test_label_rows_swallowed_between_two_stray_quotes_in_memos_are_refused_and_nothing_is_written(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User, swallowed: str
+) -> None:
+    labels = (
+        "item,annotator,dimension,label,round,memo\n"
+        f'{URL1},alice,type,howto,1,"He said hi\n'
+        f"{swallowed}"
+        f'{URL2},bob,type,howto,1,she said bye"\n'
+    )
+    with pytest.raises(CommandError) as caught:
+        run(study.slug, write(tmp_path, labels))
+    assert (
+        "row 2, row: not readable as CSV: line 2: a quoted field opened on this line runs to line 5"
+        in str(caught.value)
+    )
+    assert not Annotation.objects.exists() and not Decision.objects.exists()
+
+
+def test_a_memo_with_line_ends_and_commas_is_imported_whole(
+    tmp_path: Path, study: Study, items: list[Item], annotator_a: User, annotator_b: User
+) -> None:
+    memo = "Asked on the forum, see below.\n\nQuote: how do I call f(a, b, c)?\nAnswer: use g, not f."
+    labels = (
+        "item,annotator,dimension,label,round,memo\n"
+        f'{URL1},alice,type,howto,1,"{memo}"\n'
+        f"{URL1},bob,type,howto,1,\n"
+    )
+    run(study.slug, write(tmp_path, labels))
+    assert Annotation.objects.get(assignment__annotator=annotator_a).memo == memo
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         (None, "is a directory, not a file"),

@@ -279,6 +279,19 @@ def test_a_ratings_directory_or_utf16_file_exits_with_status_2_in_one_line(tmp_p
     assert "is UTF-16 (little-endian) text (byte-order mark at byte 0)" in encoding
 
 
+def test_ratings_rows_swallowed_between_two_stray_quotes_are_refused_with_the_quote_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text(
+        'item,annotator,label\nu1,a,x\nu1,b,"y\nu2,a,x\nu2,b,x"\nu3,a,x\nu3,b,x\n', encoding="utf-8"
+    )
+
+    message = bad_input("--ratings", str(path))
+
+    assert "line 3" in message and "read as rows of their own" in message
+
+
 def test_an_unbalanced_quote_in_a_ratings_file_names_the_line_it_opened_on(tmp_path: Path) -> None:
     path = tmp_path / "ratings.csv"
     path.write_text('item,annotator,label\nu1,a,x\nu1,b,"y\nu2,a,x\nu2,b,x\n', encoding="utf-8")

@@ -121,3 +121,67 @@ def test_a_bad_byte_met_while_streaming_is_reported_with_its_offset(tmp_path: Pa
             pass
 
     assert error.value.offset == 33 * 3000 + len(b'{"title": "caf')
+
+
+def test_rows_swallowed_between_two_stray_quotes_in_the_last_column_are_refused_with_the_line_it_opened() -> (
+    None
+):
+    text = 'url,title,body\nu1,ok,b\nu2,ok2,"He said hi\nu3,ok3,b\nu4,ok4,she said bye"\nu5,ok5,b\n'
+
+    with pytest.raises(CsvFormatError) as error:
+        records(text)
+
+    assert error.value.line == 3
+    assert "runs to line 5 and takes in lines 4-5, which read as rows of their own" in str(error.value)
+
+
+def test_one_row_swallowed_by_a_quote_that_closes_mid_row_is_refused() -> None:
+    text = 'url,title,body\nu1,"He said hi,b\nu2,ok2",b\nu3,ok3,b\n'
+
+    with pytest.raises(CsvFormatError) as error:
+        records(text)
+
+    assert error.value.line == 2
+    assert "takes in line 3, which read as rows" in str(error.value)
+
+
+def test_blank_lines_between_swallowed_rows_do_not_hide_them() -> None:
+    text = 'url,title,body\nu1,ok,"He said hi\n\nu2,ok2,b\n\nu3,ok3,bye"\n'
+
+    with pytest.raises(CsvFormatError) as error:
+        records(text)
+
+    assert error.value.line == 2
+
+
+def test_rows_shorter_than_the_header_are_caught_when_the_caller_says_such_rows_are_allowed() -> None:
+    text = 'item,annotator,label,memo\nu1,a,x,"He said hi\nu1,b,x\nu2,a,x,bye"\n'
+
+    assert len(records(text)) == 2  # by the header's width alone, "u1,b,x" is not a row
+    with pytest.raises(CsvFormatError) as error:
+        list(csv_records(io.StringIO(text, newline=""), row_width=lambda header: 3))
+
+    assert error.value.line == 2
+
+
+def test_a_github_issue_body_with_code_and_commas_is_read_whole_with_its_line_ends() -> None:
+    body = (
+        "When I call `parse(a, b)` on a list, it crashes, every time.\n"
+        "\n"
+        "Steps to reproduce:\n"
+        "```python\n"
+        "from lib import parse\n"
+        "parse([1, 2, 3], strict=True, encoding='utf-8')\n"
+        "```\n"
+        "\n"
+        "Expected: a, b, c. Got:\n"
+        "ValueError: bad input, expected str, got list"
+    )
+    quoted = body.replace('"', '""')
+    text = f'url,title,body\nu1,Crash in parse,"{quoted}"\nu2,two,"short, but, with commas"\n'
+
+    assert records(text) == [
+        (1, ["url", "title", "body"]),
+        (2, ["u1", "Crash in parse", body]),
+        (12, ["u2", "two", "short, but, with commas"]),
+    ]

@@ -458,6 +458,46 @@ def test_unbalanced_quote_in_items_csv_is_refused_with_its_line(study: Study, tm
     assert Item.objects.count() == 0
 
 
+def test_rows_swallowed_between_two_stray_quotes_in_items_csv_are_refused_with_the_quote_line(
+    study: Study, tmp_path: Path
+) -> None:
+    path = tmp_path / "items.csv"
+    path.write_text(
+        "url,title,body\n"
+        "https://github.com/q/r/issues/1,ok,b\n"
+        'https://github.com/q/r/issues/2,ok2,"He said hi\n'
+        "https://github.com/q/r/issues/3,ok3,b\n"
+        'https://github.com/q/r/issues/4,ok4,she said bye"\n',
+        encoding="utf-8",
+    )
+
+    with pytest.raises(CommandError) as failure:
+        run("import_items", "ddp", str(path))
+
+    assert "line 3" in str(failure.value) and "read as rows of their own" in str(failure.value)
+    assert Item.objects.count() == 0
+
+
+def test_a_github_issue_body_with_code_and_commas_in_items_csv_is_imported_whole(
+    study: Study, tmp_path: Path
+) -> None:
+    body = (
+        "parse(a, b) crashes, always.\n\nSteps:\n```python\nparse([1, 2, 3], strict=True, sep=',')\n```\n"
+        'Error: ValueError: bad input, expected "str", got list'
+    )
+    path = tmp_path / "items.csv"
+    path.write_text(
+        'url,title,body\nhttps://github.com/q/r/issues/1,Crash,"' + body.replace('"', '""') + '"\n'
+        "https://github.com/q/r/issues/2,ok2,b\n",
+        encoding="utf-8",
+    )
+
+    out, _ = run("import_items", "ddp", str(path))
+
+    assert "2 created" in out
+    assert Item.objects.get(url="https://github.com/q/r/issues/1").body == body
+
+
 def test_a_multi_line_body_in_items_csv_is_still_imported(study: Study, tmp_path: Path) -> None:
     path = tmp_path / "items.csv"
     path.write_text(

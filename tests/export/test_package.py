@@ -249,3 +249,37 @@ def test_a_study_without_codebook_or_items_round_trips(study: Study, tmp_path: P
     for name in DATASET_FILES:
         assert members(original)[name] == again[name], name
     assert again["dataset.csv"] == b"url,title,source,round,finding,provenance,decided_by,rationale\n"
+
+
+def test_a_package_username_that_differs_only_by_case_from_an_account_is_refused_and_nothing_is_written(
+    labelled: Study, tmp_path: Path
+) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    User.objects.filter(username="olivia").update(username="Olivia")
+    before = counts()
+    with pytest.raises(PackageError) as caught:
+        import_study("ddp-copy", original)
+    assert "the package's user 'olivia' differs only by case from the existing account 'Olivia'" in str(
+        caught.value
+    )
+    assert counts() == before and not Study.objects.filter(slug="ddp-copy").exists()
+    assert list(User.objects.filter(username__iexact="olivia").values_list("username", flat=True)) == [
+        "Olivia"
+    ]
+
+
+def test_two_package_usernames_that_differ_only_by_case_are_refused(labelled: Study, tmp_path: Path) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    files = members(original)
+    changed = {
+        name: data.replace(b'"olivia"', b'"Olivia"')
+        for name, data in files.items()
+        if name != "study.json" and b'"olivia"' in data
+    }
+    assert changed and b'"olivia"' in files["study.json"]
+    mixed = repack(original, tmp_path / "mixed.zip", changed)
+    Membership.objects.filter(user__username="olivia").delete()
+    User.objects.filter(username="olivia").update(username="olivia-renamed")
+    with pytest.raises(PackageError, match="the package names both 'Olivia' and 'olivia'"):
+        import_study("ddp-copy", mixed)
+    assert not User.objects.filter(username__iexact="olivia").exists()

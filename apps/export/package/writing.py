@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.accounts.services import StudyError, validate_username
 from apps.taxonomy.models import (
     Category,
     CategoryStatus,
@@ -20,13 +21,21 @@ from apps.taxonomy.models import (
 )
 
 from .codebook_check import PackageCodebook
-from .reading import Problems, read_time, stamp
+from .reading import PackageError, Problems, read_time, stamp
 
 
 def users_for(names: set[str]) -> tuple[dict[str, User], list[str]]:
-    """Username → user, creating inactive placeholders for the unknown ones (returned by name)."""
+    """Username → user, creating inactive placeholders for the unknown ones (returned by name).
+
+    A package's username is its existing account only when the two are spelt exactly alike. A new one
+    must be a username `create_user` would accept (`validate_username`: Django's rule, already in NFKC
+    form); one that differs only by case from an existing account or from another of the package's
+    names is refused (PackageError naming both), never made a second account for the same person."""
     found = {u.username: u for u in User.objects.filter(username__in=names)}
     missing = sorted(names - set(found))
+    problems = username_problems(missing, sorted(found))
+    if problems:
+        raise PackageError(problems)
     placeholders = []
     for name in missing:
         user = User(username=name, is_active=False, display_name=name)
@@ -37,6 +46,40 @@ def users_for(names: set[str]) -> tuple[dict[str, User], list[str]]:
     if missing:  # bulk_create returns no primary keys on some backends
         found.update({u.username: u for u in User.objects.filter(username__in=missing)})
     return found, missing
+
+
+def username_problems(new: list[str], existing: list[str]) -> list[str]:
+    """Why the package's `new` usernames (no account has them exactly) cannot become accounts, one
+    problem each; `existing` are the package's names that are accounts already."""
+    problems: list[str] = []
+    folded: dict[str, str] = {name.casefold(): name for name in existing}
+    for name in new:
+        other = folded.get(name.casefold())
+        if other is not None:
+            problems.append(
+                f"USERS: the package names both {other!r} and {name!r}: usernames that differ only by "
+                "case are one person; spell them alike in the package"
+            )
+            continue
+        folded[name.casefold()] = name
+        taken = User.objects.filter(username__iexact=name).values_list("username", flat=True).first()
+        if taken is not None:
+            problems.append(
+                f"USERS: the package's user {name!r} differs only by case from the existing account "
+                f"{taken!r}; spell it {taken!r} in the package if they are the same person, or rename one"
+            )
+            continue
+        try:
+            stored = validate_username(name)
+        except StudyError as exc:
+            problems.append(f"USERS: {exc}")
+            continue
+        if stored != name:
+            problems.append(
+                f"USERS: the package's user {name!r} would be stored as {stored!r} (Unicode NFKC form); "
+                "spell it so in the package"
+            )
+    return problems
 
 
 def write_codebook(

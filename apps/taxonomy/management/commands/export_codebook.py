@@ -9,6 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from apps.core.cli import BaseCommand
 from apps.core.commands import get_study
+from apps.core.output import OutputError, check_output_path, write_output
 from apps.taxonomy.loading import EXPORT_FORMATS, export_codebook
 
 
@@ -21,19 +22,26 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="The study's slug.")
         parser.add_argument("--format", required=True, choices=EXPORT_FORMATS)
-        parser.add_argument("--output", help="File to write (default: standard output).")
+        parser.add_argument(
+            "--output",
+            metavar="PATH",
+            help="File to write (default: standard output): a new or regular file, never a link or FIFO.",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
+        path = Path(opts["output"]) if opts["output"] else None
+        if path is not None:
+            try:
+                check_output_path(path)  # refused before any work (a FIFO is never opened)
+            except OutputError as exc:
+                raise CommandError(str(exc)) from None
         text = export_codebook(study, opts["format"])
-        if not opts["output"]:
+        if path is None:
             self.stdout.write(text, ending="")
             return
-        path = Path(opts["output"])
-        if not path.parent.is_dir():
-            raise CommandError(f"--output {path}: the folder {path.parent} does not exist.")
         try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise CommandError(f"--output {path}: cannot write: {exc.strerror}") from exc
+            write_output(text.encode("utf-8"), path)  # checked again just before the rename
+        except OutputError as exc:
+            raise CommandError(str(exc)) from None
         self.stderr.write(f"Wrote the codebook of {study.slug!r} ({opts['format']}) to {path}.")
