@@ -156,7 +156,8 @@ def phase(name: str, path: Path) -> dict[str, Any]:
     from apps.core.jobs import claim_job
     from apps.core.models import JobStatus
     from apps.corpus import services
-    from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
+    from apps.corpus.models import ImportJob, Item, ItemComment
+    from apps.corpus.params import FileParams
 
     if name == "reset":
         Study.objects.filter(slug=STUDY).delete()
@@ -173,7 +174,7 @@ def phase(name: str, path: Path) -> dict[str, Any]:
     started = time.perf_counter()
     cpu_started = time.process_time()
     if name in ("import", "reimport"):
-        job = services.create_import_job(study, ImportKind.FILE, {"format": "jsonl"}, upload=path)
+        job = services.create_import_job(study, FileParams(format="jsonl"), upload=path)
         claimed = claim_job(ImportJob, job.pk)
         assert claimed is not None
         services.run_import(claimed, render=False)

@@ -52,6 +52,7 @@ NO_CATEGORY = ""
 SetDistance = Literal["masi", "jaccard"]
 
 __all__ = [
+    "CATEGORY_METRICS",
     "MAX_BOOTSTRAP",
     "MAX_MULTI_CELLS",
     "MISSING",
@@ -66,6 +67,7 @@ __all__ = [
     "SetDistance",
     "agreement_report",
     "bootstrap_alpha_ci",
+    "category_key",
     "cohen_kappa",
     "confusion_matrix",
     "fleiss_kappa",
@@ -74,6 +76,7 @@ __all__ = [
     "krippendorff_alpha_nominal",
     "krippendorff_alpha_set",
     "masi_distance",
+    "pair_key",
     "pairwise",
     "per_category",
     "percent_agreement",
@@ -869,6 +872,19 @@ def _bootstrap(cells: _Cells, replicates: int, seed: int | None) -> IntervalResu
 
 
 # ------------------------------------------------------------------------------------------- report
+CATEGORY_METRICS = ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
+
+
+def category_key(category: str, metric: str) -> str:
+    """The key in a report's ``undefined`` of one category's coefficient."""
+    return f"per_category[{category}].{metric}"
+
+
+def pair_key(a: str, b: str, metric: str) -> str:
+    """The key in a report's ``undefined`` of one annotator pair's coefficient."""
+    return f"pairwise[{a}, {b}].{metric}"
+
+
 def agreement_report(
     table: AnyTable, *, bootstrap: int | None = None, seed: int | None = None
 ) -> dict[str, Any]:
@@ -906,8 +922,7 @@ def agreement_report(
         )
     report["per_category"] = {
         name: {
-            metric: put(f"per_category[{name}].{metric}", getattr(agreement, metric))
-            for metric in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
+            metric: put(category_key(name, metric), getattr(agreement, metric)) for metric in CATEGORY_METRICS
         }
         for name, agreement in per_category(table).items()
     }
@@ -916,10 +931,8 @@ def agreement_report(
             "a": pair.a,
             "b": pair.b,
             "n": pair.n,
-            "percent_agreement": put(
-                f"pairwise[{pair.a}, {pair.b}].percent_agreement", pair.percent_agreement
-            ),
-            "cohen_kappa": put(f"pairwise[{pair.a}, {pair.b}].cohen_kappa", pair.cohen_kappa),
+            "percent_agreement": put(pair_key(pair.a, pair.b, "percent_agreement"), pair.percent_agreement),
+            "cohen_kappa": put(pair_key(pair.a, pair.b, "cohen_kappa"), pair.cohen_kappa),
         }
         for pair in _pairwise(nominal, table.annotators)
     ]

@@ -31,6 +31,7 @@ from apps.taxonomy.index import CodebookIndex
 from . import services
 from .charts import Series, Threshold, line_chart
 from .models import AgreementSnapshot
+from .presenter import Coefficient, overall, present
 from .services import ALL_ROUNDS, RatingsError
 
 METRICS = (
@@ -60,7 +61,8 @@ class Notes:
     def __init__(self) -> None:
         self.reasons: list[str] = []
 
-    def figure(self, value: float | None, reason: str | None) -> Figure:
+    def figure(self, coefficient: Coefficient) -> Figure:
+        value, reason = coefficient.value, coefficient.reason
         if value is not None or reason is None:
             return Figure(value)
         if reason not in self.reasons:
@@ -151,7 +153,7 @@ def _figures(
     if scope not in chosen["reports"]:
         scope = ALL_ROUNDS
     report = chosen["reports"][scope]
-    undefined = report["undefined"]
+    rows = present(report)
 
     summary_notes = Notes()
     summary = [
@@ -161,13 +163,8 @@ def _figures(
                 {
                     "scope": key,
                     "report": d["reports"][key],
-                    "alpha": summary_notes.figure(
-                        d["reports"][key]["krippendorff_alpha"],
-                        d["reports"][key]["undefined"].get("krippendorff_alpha"),
-                    ),
-                    "kappa": summary_notes.figure(
-                        d["reports"][key]["cohen_kappa"], d["reports"][key]["undefined"].get("cohen_kappa")
-                    ),
+                    "alpha": summary_notes.figure(overall(d["reports"][key], "krippendorff_alpha")),
+                    "kappa": summary_notes.figure(overall(d["reports"][key], "cohen_kappa")),
                     "url": _dashboard_url(slug, level=level, dimension=d["key"], round=key),
                     "selected": d is chosen and key == scope,
                 }
@@ -177,9 +174,9 @@ def _figures(
         for d in dimensions
     ]
     headline = [
-        {"key": key, "label": label, "figure": Figure(report[key], undefined.get(key))}
+        {"key": key, "label": label, "figure": Figure(rows.overall[key].value, rows.overall[key].reason)}
         for key, label, _ in METRICS
-        if key in report
+        if key in rows.overall
     ]
 
     round_keys = [str(r["number"]) for r in rounds]
@@ -205,41 +202,31 @@ def _figures(
 
     names = _category_names(index, chosen["key"])
     category_notes = Notes()
-    categories = [
+    categories: list[dict[str, Any]] = [
         {
-            "key": name,
-            "label": names.get(name, name),
-            "count": report["category_counts"].get(name, 0),
-            "kappa": category_notes.figure(
-                values["cohen_kappa"], undefined.get(f"per_category[{name}].cohen_kappa")
-            ),
-            "fleiss": category_notes.figure(
-                values["fleiss_kappa"], undefined.get(f"per_category[{name}].fleiss_kappa")
-            ),
-            "alpha": category_notes.figure(
-                values["krippendorff_alpha"], undefined.get(f"per_category[{name}].krippendorff_alpha")
-            ),
+            "key": row.key,
+            "label": names.get(row.key, row.key),
+            "count": row.count,
+            "kappa": category_notes.figure(row.cohen_kappa),
+            "fleiss": category_notes.figure(row.fleiss_kappa),
+            "alpha": category_notes.figure(row.krippendorff_alpha),
         }
-        for name, values in report["per_category"].items()
+        for row in rows.categories
     ]
     # Worst first: lowest alpha at the top, undefined ones last (they are not "worst", just unknown).
     categories.sort(key=lambda c: (c["alpha"].value is None, c["alpha"].value or 0.0, c["label"]))
     pair_notes = Notes()
     pairs = [
         {
-            "a": p["a"],
-            "b": p["b"],
-            "n": p["n"],
-            "agreement": pair_notes.figure(
-                p["percent_agreement"], undefined.get(f"pairwise[{p['a']}, {p['b']}].percent_agreement")
-            ),
-            "kappa": pair_notes.figure(
-                p["cohen_kappa"], undefined.get(f"pairwise[{p['a']}, {p['b']}].cohen_kappa")
-            ),
+            "a": pair.a,
+            "b": pair.b,
+            "n": pair.n,
+            "agreement": pair_notes.figure(pair.percent_agreement),
+            "kappa": pair_notes.figure(pair.cohen_kappa),
         }
-        for p in report["pairwise"]
+        for pair in rows.pairs
     ]
-    annotators = sorted({name for p in report["pairwise"] for name in (p["a"], p["b"])})
+    annotators = rows.annotators
     ctx: dict[str, Any] = {
         "scopes": scopes,
         "summary": summary,
@@ -249,8 +236,8 @@ def _figures(
         "scope_label": dict(scopes)[scope],
         "report": report,
         "headline": headline,
-        "alpha_ci": report.get("krippendorff_alpha_ci"),
-        "alpha_ci_reason": undefined.get("krippendorff_alpha_ci"),
+        "alpha_ci": rows.alpha_ci,
+        "alpha_ci_reason": rows.alpha_ci_reason,
         "chart": chart,
         "categories": categories,
         "category_notes": category_notes.reasons,

@@ -117,7 +117,6 @@ class ImportList(StudyListAPIView[ImportJob]):
         try:
             job = submit_import(
                 self.study,
-                kind,
                 form.params(),
                 user=self.user,
                 upload_name=upload.name if upload else None,

@@ -1,9 +1,9 @@
 """Forms of the import page (one per source) and the item list's filters.
 
-Each import form turns its fields into the job's `params` (:meth:`ImportForm.params`), the same
-options the import commands record, so a job looks the same whichever way it was started. No form
-takes a token, a key or an API root: credentials and endpoints belong to the server (environment of
-the worker), never to a browser request.
+Each import form turns its fields into the job's options (:meth:`ImportForm.params`, one of the
+dataclasses of :mod:`apps.corpus.params`), the same the import commands build, so a job looks the
+same whichever way it was started. No form takes a token, a key or an API root: credentials and
+endpoints belong to the server (environment of the worker), never to a browser request.
 """
 
 from __future__ import annotations
@@ -17,6 +17,15 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from .models import ImportKind, Relevance, Source
+from .params import (
+    FileParams,
+    GitHubQueryParams,
+    GitHubRepoParams,
+    GitHubUrlsParams,
+    ImportParams,
+    SoDumpParams,
+    StackExchangeParams,
+)
 from .screening import PRESETS
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -63,12 +72,13 @@ class ImportForm(forms.Form):
         return data
 
     def screening_params(self) -> dict[str, Any]:
+        """The screening options every kind of params takes, as keyword arguments."""
         return {
             "preset": self.cleaned_data.get("preset") or "",
-            "keywords": split_lines(self.cleaned_data["keywords"]),
+            "keywords": tuple(split_lines(self.cleaned_data["keywords"])),
         }
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> ImportParams:
         raise NotImplementedError
 
     def upload(self) -> UploadedFile[bytes] | None:
@@ -113,13 +123,11 @@ class FileImportForm(ImportForm):
     def clean_file(self) -> UploadedFile[bytes] | None:
         return check_upload(self.cleaned_data.get("file"), (".csv", ".json", ".jsonl", ".txt"))
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> FileParams:
         upload = self.cleaned_data["file"]
-        return {
-            "format": self.cleaned_data["format"] or "",
-            "filename": upload.name,
-            **self.screening_params(),
-        }
+        return FileParams(
+            format=self.cleaned_data["format"] or "", filename=upload.name, **self.screening_params()
+        )
 
     def upload(self) -> UploadedFile[bytes] | None:
         file: UploadedFile[bytes] | None = self.cleaned_data.get("file")
@@ -180,23 +188,27 @@ class GitHubImportForm(ImportForm):
             self.add_error("urls", "Paste at least one issue URL.")
         return data
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> GitHubRepoParams | GitHubQueryParams | GitHubUrlsParams:
         data = self.cleaned_data
         mode = data["mode"]
-        since = data.get("since")
-        return {
-            "mode": mode,
-            "repo": data["repo"].strip() if mode == "repo" else "",
-            "state": (data.get("state") or "all") if mode == "repo" else "",
-            "labels": split_lines(data["labels"]) if mode == "repo" else [],
-            "exclude_labels": split_lines(data["exclude_labels"]),
-            "since": since.isoformat() if since and mode == "repo" else "",
-            "query": data["query"].strip() if mode == "query" else "",
-            "urls": split_lines(data["urls"]) if mode == "urls" else [],
+        common: dict[str, Any] = {
+            "exclude_labels": tuple(split_lines(data["exclude_labels"])),
             "no_comments": bool(data.get("no_comments")),
             "limit": data.get("limit"),
             **self.screening_params(),
         }
+        if mode == "repo":
+            since = data.get("since")
+            return GitHubRepoParams(
+                repo=data["repo"].strip(),
+                state=data.get("state") or "all",
+                labels=tuple(split_lines(data["labels"])),
+                since=since.isoformat() if since else "",
+                **common,
+            )
+        if mode == "query":
+            return GitHubQueryParams(query=data["query"].strip(), **common)
+        return GitHubUrlsParams(urls=tuple(split_lines(data["urls"])), **common)
 
 
 class StackExchangeImportForm(ImportForm):
@@ -228,16 +240,16 @@ class StackExchangeImportForm(ImportForm):
             )
         return site
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> StackExchangeParams:
         data = self.cleaned_data
-        return {
-            "tagged": data["tagged"],
-            "match": data["match"],
-            "accepted_only": bool(data.get("accepted_only")),
-            "site": data["site"],
-            "limit": data.get("limit"),
+        return StackExchangeParams(
+            tagged=tuple(data["tagged"]),
+            match="all" if data["match"] == "all" else "any",
+            accepted_only=bool(data.get("accepted_only")),
+            site=data["site"],
+            limit=data.get("limit"),
             **self.screening_params(),
-        }
+        )
 
 
 class SoDumpImportForm(ImportForm):
@@ -259,14 +271,14 @@ class SoDumpImportForm(ImportForm):
             self.add_error("tags", "Use either the rule set or your own tags, not both.")
         return data
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> SoDumpParams:
         data = self.cleaned_data
-        return {
-            "tags": [tag for tag in re.split(r"[\s,;]+", data["tags"].strip()) if tag],
-            "accepted_only": bool(data.get("accepted_only")),
-            "filename": data["file"].name,
+        return SoDumpParams(
+            tags=tuple(tag for tag in re.split(r"[\s,;]+", data["tags"].strip()) if tag),
+            accepted_only=bool(data.get("accepted_only")),
+            filename=data["file"].name,
             **self.screening_params(),
-        }
+        )
 
     def upload(self) -> UploadedFile[bytes] | None:
         file: UploadedFile[bytes] | None = self.cleaned_data.get("file")

@@ -133,7 +133,6 @@ def import_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             try:
                 job = submit_import(
                     study,
-                    kind,
                     form.params(),
                     user=user,
                     upload_name=upload.name if upload else None,

@@ -139,6 +139,7 @@ def add_jobs(world: World) -> World:
     """One of each background job (one export finished, its file under settings.EXPORT_ROOT) and a
     proposal, so every URL with an id has something to point at."""
     from apps.agreement.services import request_dashboard
+    from apps.corpus.params import FileParams
     from apps.corpus.services import create_import_job
     from apps.export.services import create_export, export_in_foreground, parse_options
     from apps.taxonomy.models import Dimension
@@ -146,7 +147,7 @@ def add_jobs(world: World) -> World:
 
     study = world.study
     world.extras["import_job"] = create_import_job(
-        study, "file", {"format": "csv", "filename": "items.csv"}, user=world.lead
+        study, FileParams(format="csv", filename="items.csv"), user=world.lead
     )
     world.extras["snapshot"] = request_dashboard(study, None, actor=world.lead)
     world.extras["export_job"] = create_export(study, parse_options(study, format="csv"), user=world.lead)

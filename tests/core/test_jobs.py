@@ -22,7 +22,8 @@ from apps.agreement.models import AgreementSnapshot
 from apps.core import jobs
 from apps.core.jobs import QUEUE_UNAVAILABLE, check_registered, display_status, job_kinds, job_models
 from apps.core.models import Job, JobStatus
-from apps.corpus.models import ImportJob, ImportKind
+from apps.corpus.models import ImportJob
+from apps.corpus.params import FileParams
 from apps.corpus.services import create_import_job
 from apps.export.models import ExportJob
 from apps.export.services import create_export, is_downloadable, parse_options
@@ -32,7 +33,7 @@ from tests.api.world import World
 def import_job(world: World, tmp_path: Path) -> Job:
     upload = tmp_path / "items.csv"
     upload.write_text("url,title\nhttps://github.com/a/b/issues/77,Hang\n", encoding="utf-8")
-    return create_import_job(world.study, ImportKind.FILE, {"format": "csv"}, upload=upload)
+    return create_import_job(world.study, FileParams(format="csv"), upload=upload)
 
 
 def export_job(world: World, tmp_path: Path) -> Job:

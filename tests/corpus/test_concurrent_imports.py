@@ -10,7 +10,8 @@ from pathlib import Path
 
 from apps.accounts.models import Study
 from apps.core.models import JobStatus
-from apps.corpus.models import ImportJob, ImportKind, Item
+from apps.corpus.models import ImportJob, Item
+from apps.corpus.params import FileParams
 from apps.corpus.services import create_import_job, run_import
 from tests.concurrency import ConcurrentDatabase, concurrent_database, in_thread, run_in_threads  # noqa: F401
 
@@ -32,8 +33,8 @@ def test_two_imports_into_one_study_at_once_both_finish_and_their_counts_add_up(
     tmp_path: Path,
     concurrent_database: ConcurrentDatabase,  # noqa: F811  (the fixture imported above)
 ) -> None:
-    first = create_import_job(study, ImportKind.FILE, {"format": "csv"})
-    second = create_import_job(study, ImportKind.FILE, {"format": "csv"})
+    first = create_import_job(study, FileParams(format="csv"))
+    second = create_import_job(study, FileParams(format="csv"))
     first.upload = str(items_csv(tmp_path / "first.csv", range(ROWS)))
     second.upload = str(items_csv(tmp_path / "second.csv", range(ROWS - OVERLAP, 2 * ROWS - OVERLAP)))
     ImportJob.objects.filter(pk=first.pk).update(upload=first.upload)

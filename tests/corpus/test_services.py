@@ -17,6 +17,7 @@ from apps.annotation.models import Annotation, Assignment, Finding, LabelValue, 
 from apps.core.models import JobStatus
 from apps.corpus import services
 from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment, Relevance
+from apps.corpus.params import FileParams, GitHubRepoParams, params_from_json
 from apps.corpus.parsing import iter_records
 from apps.corpus.records import ItemRecord
 from apps.corpus.screening import ScreeningRules
@@ -41,7 +42,7 @@ def label_item(item: Item, annotator: User) -> LabelValue:
 
 
 def make_job(study: Study, kind: str = ImportKind.FILE, **params: Any) -> ImportJob:
-    return services.create_import_job(study, kind, params)
+    return services.create_import_job(study, params_from_json(kind, params))
 
 
 # --- create / update / unchanged ----------------------------------------------------------------------
@@ -233,7 +234,7 @@ def test_a_job_killed_half_way_is_stalled_and_its_restart_completes_it(
     path = tmp_path / "items.jsonl"
     lines = [json.dumps({"url": f"https://example.org/post/{n}", "title": f"Post {n}"}) for n in range(1, 31)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    job = services.create_import_job(study, ImportKind.FILE, {"format": "jsonl"}, upload=path)
+    job = services.create_import_job(study, FileParams(format="jsonl"), upload=path)
     # What a SIGKILL leaves behind: a running job with an old heartbeat and part of the items written.
     upsert_records(study, iter_records(path, "jsonl"), batch_size=10, job=None)
     Item.objects.filter(url__endswith="/post/30").delete()
@@ -361,7 +362,9 @@ def test_screening_counts_are_stored_on_the_job(study: Study, tmp_path: Path) ->
 
 def test_a_job_does_not_keep_secrets_in_its_options(study: Study) -> None:
     with pytest.raises(ValueError, match="secrets"):
-        services.create_import_job(study, ImportKind.GITHUB, {"repo": "a/b", "token": "ghp_x"})
+        params_from_json(ImportKind.GITHUB, {"repo": "a/b", "token": "ghp_x"})
+    job = services.create_import_job(study, GitHubRepoParams(repo="a/b"))
+    assert not {"token", "key"} & set(job.params)
 
 
 def test_an_unknown_preset_fails_the_job_with_its_name(study: Study, tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from kombu.exceptions import OperationalError
 from apps.accounts.models import Study
 from apps.core.models import JobStatus
 from apps.corpus import services, tasks
-from apps.corpus.models import ImportKind, Item
+from apps.corpus.models import Item
+from apps.corpus.params import FileParams
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def _job(study: Study, tmp_path: Path, n: int = 12) -> Any:
         for i in range(n)
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return services.create_import_job(study, ImportKind.FILE, {"format": "jsonl"}, upload=path)
+    return services.create_import_job(study, FileParams(format="jsonl"), upload=path)
 
 
 def test_the_import_job_succeeds_before_rendering_and_the_render_task_follows(

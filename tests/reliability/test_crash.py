@@ -27,6 +27,7 @@ from apps.accounts.models import Study, User
 from apps.core.jobs import is_stalled
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
+from apps.corpus.params import params_from_json
 from apps.corpus.services import restart_import, submit_import
 from apps.export import services as export_services
 from apps.export.models import ExportJob
@@ -135,7 +136,7 @@ def test_an_import_killed_mid_job_and_restarted_ends_with_exactly_the_right_item
 ) -> None:
     first_worker = start_worker()
     params = {"repo": "ex/repo", "state": "all", "api_url": fake_github.url}
-    job = submit_import(study, ImportKind.GITHUB, params, user=lead)
+    job = submit_import(study, params_from_json(ImportKind.GITHUB, params), user=lead)
 
     # Killed once some batches are committed (batches flush every 3 s) and well before the end.
     wait_for(lambda: Item.objects.filter(study=study).exists(), 60, "the first committed batch")

@@ -39,7 +39,8 @@ from django.urls import reverse
 from apps.accounts.models import Study, User
 from apps.core.jobs import QUEUE_UNAVAILABLE
 from apps.core.models import JobStatus
-from apps.corpus.models import ImportJob, ImportKind, Item, ItemComment
+from apps.corpus.models import ImportJob, Item, ItemComment
+from apps.corpus.params import GitHubRepoParams, GitHubUrlsParams
 from apps.corpus.services import create_import_job, run_import
 from tests.reliability.conftest import ROOT, celery_broker, database_url, needs_postgres, wait_for
 
@@ -115,10 +116,12 @@ def test_requeue_jobs_sends_every_job_the_broker_never_took(redis_down: str, stu
     from apps.corpus.services import submit_import
 
     jobs = [
-        submit_import(study, ImportKind.GITHUB, {"urls": [f"https://github.com/ex/repo/issues/{n}"],
-                                                  "api_url": "http://127.0.0.1:9"})
+        submit_import(
+            study,
+            GitHubUrlsParams(urls=(f"https://github.com/ex/repo/issues/{n}",), api_url="http://127.0.0.1:9"),
+        )
         for n in (1, 2)
-    ]  # fmt: skip
+    ]
     assert all(ImportJob.objects.get(pk=j.pk).message == QUEUE_UNAVAILABLE for j in jobs)
 
     with pytest.raises(CommandError, match="still unavailable"):
@@ -285,7 +288,7 @@ def test_github_502s_resets_truncated_bodies_and_rate_limits_in_a_row_end_in_a_c
         rsps.get(comments, json=[{"id": 21, "user": {"login": "v"}, "body": "same here"}])
         rsps.get(page2, status=502)
         rsps.get(page2, json=second)
-        job = create_import_job(study, ImportKind.GITHUB, {"repo": "ex/repo", "state": "all"})
+        job = create_import_job(study, GitHubRepoParams(repo="ex/repo", state="all"))
         run_import(job, environ={}, sleep=waits.append)
 
     job.refresh_from_db()

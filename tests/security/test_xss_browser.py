@@ -27,6 +27,7 @@ from apps.adjudication.services import decide
 from apps.annotation import services as labelling
 from apps.annotation.models import Assignment
 from apps.corpus.models import Item
+from apps.corpus.params import FileParams
 from apps.corpus.services import import_in_foreground
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.loading import load_codebook
@@ -104,7 +105,7 @@ class XssStudy:
 def _import_file(tmp_path: Path, study: Study, lead: User, name: str, rows: list[dict[str, Any]]) -> int:
     path = tmp_path / name
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    job = import_in_foreground(study, "file", {"format": "jsonl", "filename": name}, upload=path, user=lead)
+    job = import_in_foreground(study, FileParams(format="jsonl", filename=name), upload=path, user=lead)
     return job.pk
 
 

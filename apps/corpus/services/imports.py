@@ -1,6 +1,7 @@
 """Import jobs: record the request, queue it, run it (in a worker or in the foreground of a command).
 
-:func:`create_import_job` records the request (options in ``params``, never a secret),
+:func:`create_import_job` records the request (its options, one of the dataclasses of
+:mod:`apps.corpus.params`, in the job's ``params``; never a secret),
 :func:`submit_import` stores an upload and queues the job for Celery, :func:`run_import` does the
 work: the same function the Celery task and the import commands call, so a job looks the same
 whichever way it ran. Each source turns into :class:`ItemRecord` objects for :func:`upsert_records`;
@@ -36,7 +37,19 @@ from apps.core.jobs import (
 from apps.core.models import JobStatus
 
 from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
-from ..models import ImportJob, ImportKind
+from ..models import ImportJob
+from ..params import (
+    FileParams,
+    GitHubQueryParams,
+    GitHubRepoParams,
+    GitHubUrlsParams,
+    ImportParams,
+    ImportParamsError,
+    Screening,
+    SoDumpParams,
+    StackExchangeParams,
+    params_from_json,
+)
 from ..parsing import ImportFileError, check_file, detect_format, iter_records
 from ..records import ItemRecord
 from ..screening import PRESETS, ScreeningRules
@@ -60,15 +73,15 @@ UPLOAD_EXTENSIONS = (".csv", ".json", ".jsonl", ".txt", ".xml")
 ANALYZE_AFTER = 5000  # items written by one import before the planner statistics are refreshed
 
 
-def screening_rules(params: dict[str, Any]) -> ScreeningRules | None:
+def screening_rules(screening: Screening) -> ScreeningRules | None:
     """The screening rules a job's options ask for: a named preset, or keywords/tags, or none.
 
     Raises ValueError naming the problem for an unknown preset, or a preset mixed with own keywords.
     """
-    preset = str(params.get("preset") or "")
-    keywords = [str(k) for k in params.get("keywords") or [] if str(k).strip()]
-    tags = [str(t) for t in params.get("tags") or [] if str(t).strip()]
-    accepted_only = bool(params.get("accepted_only"))
+    preset = screening.preset
+    keywords = [k for k in screening.keywords if k.strip()]
+    tags = [t for t in screening.tags if t.strip()]
+    accepted_only = screening.accepted_only
     if preset:
         if preset not in PRESETS:
             raise ValueError(f"unknown screening preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
@@ -81,21 +94,27 @@ def screening_rules(params: dict[str, Any]) -> ScreeningRules | None:
 
 def create_import_job(
     study: Study,
-    kind: str,
-    params: dict[str, Any],
+    params: ImportParams,
     *,
     user: User | None = None,
     upload: str | Path = "",
 ) -> ImportJob:
-    """Record a queued import. `params` holds options only: a token or key never goes in a job."""
-    if kind not in ImportKind.values:
-        raise ValueError(f"unknown import kind {kind!r}")
-    secret_keys = {"token", "key", "github_token", "stackexchange_key", "password"} & set(params)
-    if secret_keys:
-        raise ValueError(f"import options may not hold secrets ({', '.join(sorted(secret_keys))})")
+    """Record a queued import of `params`' kind. The options hold no secret (a token or key comes from
+    the worker's environment): `params.to_json()` has no field for one."""
     return ImportJob.objects.create(
-        study=study, kind=kind, params=params, created_by=user, upload=str(upload), status=JobStatus.QUEUED
+        study=study,
+        kind=params.kind,
+        params=params.to_json(),
+        created_by=user,
+        upload=str(upload),
+        status=JobStatus.QUEUED,
     )
+
+
+def job_params(job: ImportJob) -> ImportParams:
+    """The options a job recorded, typed. Raises ImportParamsError (a ValueError) for a row that
+    cannot be an import's (unknown kind or option, wrong type, a secret)."""
+    return params_from_json(job.kind, job.params)
 
 
 def start_import(job: ImportJob) -> None:
@@ -120,8 +139,7 @@ def resend_import(job: ImportJob) -> bool:
 
 def submit_import(
     study: Study,
-    kind: str,
-    params: dict[str, Any],
+    params: ImportParams,
     *,
     user: User | None = None,
     upload_name: str | None = None,
@@ -136,7 +154,7 @@ def submit_import(
         path = save_upload(study, upload_name, chunks)
     try:
         with transaction.atomic():
-            job = create_import_job(study, kind, params, user=user, upload=path)
+            job = create_import_job(study, params, user=user, upload=path)
             start_import(job)
     except Exception:
         if path:
@@ -158,6 +176,7 @@ def restart_import(job: ImportJob, user: User | None = None) -> ImportJob:
         raise ValueError(
             f"only a failed, cancelled or stalled import can be restarted (this one is {job.status})"
         )
+    params = job_params(job)
     with transaction.atomic():
         if stalled:
             ImportJob.objects.filter(pk=job.pk).update(
@@ -166,7 +185,7 @@ def restart_import(job: ImportJob, user: User | None = None) -> ImportJob:
                 error="Stalled: no worker ran it to its end (killed or restarted, or its message was lost).",
                 message="Stalled; restarted as a new import.",
             )
-        new = create_import_job(job.study, job.kind, dict(job.params), user=user, upload=job.upload)
+        new = create_import_job(job.study, params, user=user, upload=job.upload)
         start_import(new)
     return new
 
@@ -220,16 +239,19 @@ def run_import(
 
     def work(progress: JobProgress) -> str:
         study = job.study
-        if job.kind == ImportKind.FILE:
-            _import_file(job, progress)
-        elif job.kind == ImportKind.GITHUB:
-            _import_github(job, progress, env.get("GITHUB_TOKEN") or None, session, pause)
-        elif job.kind == ImportKind.STACKEXCHANGE:
-            _import_stackexchange(job, progress, env.get("STACKEXCHANGE_KEY") or None, session, pause)
-        elif job.kind == ImportKind.SO_DUMP:
-            _import_so_dump(job, progress)
+        try:
+            params = job_params(job)
+        except ImportParamsError as exc:
+            raise JobFailed(str(exc)) from None
+        if isinstance(params, FileParams):
+            _import_file(job, params, progress)
+        elif isinstance(params, StackExchangeParams):
+            key = env.get("STACKEXCHANGE_KEY") or None
+            _import_stackexchange(job, params, progress, key, session, pause)
+        elif isinstance(params, SoDumpParams):
+            _import_so_dump(job, params, progress)
         else:
-            raise JobFailed(f"unknown import kind {job.kind!r}")
+            _import_github(job, params, progress, env.get("GITHUB_TOKEN") or None, session, pause)
         summary = summarize(job)
         if connection.vendor == "postgresql" and job.created + job.updated >= ANALYZE_AFTER:
             pg.refresh_statistics()
@@ -247,15 +269,14 @@ def _sleep(seconds: float) -> None:
 
 def import_in_foreground(
     study: Study,
-    kind: str,
-    params: dict[str, Any],
+    params: ImportParams,
     *,
     upload: str | Path = "",
     user: User | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> ImportJob:
     """The command-line path: record the job exactly as the browser would, then run it here."""
-    job = create_import_job(study, kind, params, user=user, upload=upload)
+    job = create_import_job(study, params, user=user, upload=upload)
     claimed = claim_job(ImportJob, job.pk, task_id="foreground")
     if claimed is None:  # nobody else knows this fresh job's id; this cannot happen
         raise RuntimeError(f"import job {job.pk} was claimed by someone else")
@@ -271,14 +292,14 @@ def summarize(job: ImportJob) -> str:
     return ", ".join(parts) + "."
 
 
-def _rules_or_fail(params: dict[str, Any]) -> ScreeningRules | None:
+def _rules_or_fail(screening: Screening) -> ScreeningRules | None:
     try:
-        return screening_rules(params)
+        return screening_rules(screening)
     except ValueError as exc:
         raise JobFailed(str(exc)) from None
 
 
-def _import_file(job: ImportJob, progress: JobProgress) -> None:
+def _import_file(job: ImportJob, params: FileParams, progress: JobProgress) -> None:
     """A CSV/JSON/JSONL/URL-list file: one bad row fails the whole file and nothing is written.
 
     On PostgreSQL the file is read once, every batch going into one transaction that commits only
@@ -287,9 +308,9 @@ def _import_file(job: ImportJob, progress: JobProgress) -> None:
     whole import) the file is checked in a first pass and written in a second, batch by batch.
     """
     path = job.upload
-    rules = _rules_or_fail(job.params)
+    rules = _rules_or_fail(params.screening)
     try:
-        fmt = detect_format(path, job.params.get("format") or None)
+        fmt = detect_format(path, params.format or None)
     except ImportFileError as exc:
         raise JobFailed(str(exc), [_file_error(exc)]) from None
     single_pass = connection.vendor == "postgresql" and not connection.in_atomic_block
@@ -352,13 +373,13 @@ def _file_error(error: ImportFileError) -> dict[str, Any]:
 
 def _import_github(
     job: ImportJob,
+    params: GitHubRepoParams | GitHubQueryParams | GitHubUrlsParams,
     progress: JobProgress,
     token: str | None,
     session: Any,
     sleep: Callable[[float], None],
 ) -> None:
-    params = job.params
-    rules = _rules_or_fail(params)
+    rules = _rules_or_fail(params.screening)
     notices: list[str] = []
 
     def notice(text: str) -> None:
@@ -366,38 +387,38 @@ def _import_github(
         progress.note(text)
 
     client = GitHubClient(
-        api_url=params.get("api_url") or "https://api.github.com",
+        api_url=params.endpoint,
         token=token,
         session=session,
         sleep=sleep,
         on_wait=progress.wait,
         on_notice=notice,
     )
-    comments = not params.get("no_comments")
-    limit = params.get("limit") or None
+    comments = not params.no_comments
+    limit = params.limit
     results: Iterator[GitHubResult]
     try:
-        if params.get("repo"):
+        if isinstance(params, GitHubRepoParams):
             results = client.repo_issues(
-                params["repo"],
-                state=params.get("state") or "all",
-                labels=params.get("labels") or (),
-                exclude_labels=params.get("exclude_labels") or (),
-                since=params.get("since") or None,
+                params.repo,
+                state=params.state,
+                labels=params.labels,
+                exclude_labels=params.exclude_labels,
+                since=params.since or None,
                 comments=comments,
                 limit=limit,
             )
-            progress.note(f"Reading issues of {params['repo']}…")
-        elif params.get("query"):
+            progress.note(f"Reading issues of {params.repo}…")
+        elif isinstance(params, GitHubQueryParams):
             results = client.search_issues(
-                params["query"],
+                params.query,
                 comments=comments,
-                exclude_labels=params.get("exclude_labels") or (),
+                exclude_labels=params.exclude_labels,
                 limit=limit,
             )
             progress.note("Searching issues…")
         else:
-            urls = list(params.get("urls") or []) or read_url_list(job.upload)
+            urls = list(params.urls) or read_url_list(job.upload)
             progress.set_total(len(urls))
             results = client.hydrate(urls, comments=comments, limit=limit)
             progress.note(f"Fetching {len(urls)} issues…")
@@ -444,13 +465,13 @@ def _github_records(
 
 def _import_stackexchange(
     job: ImportJob,
+    params: StackExchangeParams,
     progress: JobProgress,
     key: str | None,
     session: Any,
     sleep: Callable[[float], None],
 ) -> None:
-    params = job.params
-    rules = _rules_or_fail({**params, "tags": []})
+    rules = _rules_or_fail(params.screening)
     notices: list[str] = []
 
     def notice(text: str) -> None:
@@ -458,21 +479,21 @@ def _import_stackexchange(
         progress.note(text)
 
     client = StackExchangeClient(
-        api_url=params.get("api_url") or "https://api.stackexchange.com/2.3",
+        api_url=params.endpoint,
         key=key,
         session=session,
         sleep=sleep,
         on_wait=progress.wait,
         on_notice=notice,
     )
-    progress.note(f"Reading questions tagged {', '.join(params.get('tagged') or [])}…")
+    progress.note(f"Reading questions tagged {', '.join(params.tagged)}…")
     try:
         records = client.questions(
-            params.get("tagged") or [],
-            site=params.get("site") or "stackoverflow",
-            match="all" if params.get("match") == "all" else "any",
-            accepted_only=bool(params.get("accepted_only")),
-            limit=params.get("limit") or None,
+            params.tagged,
+            site=params.site,
+            match=params.match,
+            accepted_only=params.accepted_only,
+            limit=params.limit,
         )
         upsert_records(job.study, records, job, rules=rules, progress=progress)
     except KeyRejected:
@@ -483,10 +504,10 @@ def _import_stackexchange(
         add_error(job, "Stack Exchange", None, None, text)
 
 
-def _import_so_dump(job: ImportJob, progress: JobProgress) -> None:
+def _import_so_dump(job: ImportJob, params: SoDumpParams, progress: JobProgress) -> None:
     """Posts.xml: the reader screens while it streams (it keeps only selected questions), then upserts."""
-    rules = _rules_or_fail(job.params)
-    site = job.params.get("site_host") or "stackoverflow.com"
+    rules = _rules_or_fail(params.screening)
+    site = params.host
 
     def on_progress(done: int, total: int) -> None:
         progress.job.progress_total = total

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -13,6 +12,7 @@ from apps.core.cli import BaseCommand
 from apps.core.commands import get_study, input_file
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob
+from apps.corpus.params import ImportParams
 from apps.corpus.screening import PRESETS
 from apps.corpus.services import import_in_foreground, screening_rules, summarize
 
@@ -49,15 +49,15 @@ def existing_file(text: str, *, check_bytes: int | None = None) -> Path:
 
 
 class ImportCommand(BaseCommand):
-    """Base of the import commands: subclasses build (kind, params, upload) from the options."""
+    """Base of the import commands: subclasses build (params, upload) from the options."""
 
     def study(self, slug: str) -> Study:
         study: Study = get_study(slug)
         return study
 
-    def run(self, study: Study, kind: str, params: dict[str, Any], upload: Path | str = "") -> ImportJob:
+    def run(self, study: Study, params: ImportParams, upload: Path | str = "") -> ImportJob:
         try:
-            screening_rules(params)
+            screening_rules(params.screening)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         interactive = sys.stderr.isatty()
@@ -65,7 +65,7 @@ class ImportCommand(BaseCommand):
         def echo(line: str) -> None:
             self.stderr.write(line, ending="\r" if interactive else "\n")
 
-        job = import_in_foreground(study, kind, params, upload=upload, echo=echo)
+        job = import_in_foreground(study, params, upload=upload, echo=echo)
         if interactive:
             self.stderr.write("")
         if job.status != JobStatus.SUCCEEDED:

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.cli import http_url, iso_datetime, positive_int
-from apps.corpus.models import ImportKind
+from apps.corpus.params import GitHubParams, GitHubQueryParams, GitHubRepoParams, GitHubUrlsParams
 
 from ._importing import ImportCommand, add_screening_arguments, existing_file
 
@@ -66,20 +66,27 @@ class Command(ImportCommand):
                 "--state, --label and --since go with --repo (write them into the --query instead)"
             )
         upload = existing_file(opts["urls"]) if opts["urls"] else ""
-        params: dict[str, Any] = {
-            "mode": "repo" if opts["repo"] else "query" if opts["query"] else "urls",
-            "repo": opts["repo"] or "",
-            "state": opts["state"] or ("all" if opts["repo"] else ""),
-            "labels": opts["label"],
-            "exclude_labels": opts["exclude_label"],
-            "since": opts["since"].isoformat() if opts["since"] else "",
-            "query": opts["query"] or "",
-            "keywords": opts["keyword"],
+        common: dict[str, Any] = {
+            "exclude_labels": tuple(opts["exclude_label"]),
+            "keywords": tuple(opts["keyword"]),
             "preset": opts["preset"],
             "no_comments": opts["no_comments"],
             "limit": opts["limit"],
             "api_url": opts["api_url"],
         }
+        params: GitHubParams
+        if opts["repo"]:
+            params = GitHubRepoParams(
+                repo=opts["repo"],
+                state=opts["state"] or "all",
+                labels=tuple(opts["label"]),
+                since=opts["since"].isoformat() if opts["since"] else "",
+                **common,
+            )
+        elif opts["query"]:
+            params = GitHubQueryParams(query=opts["query"], **common)
+        else:
+            params = GitHubUrlsParams(**common)  # the URLs are the file's, read when the job runs
         if not os.environ.get("GITHUB_TOKEN"):
             self.stderr.write("GITHUB_TOKEN is not set: GitHub allows 60 unauthenticated requests an hour.")
-        self.run(study, ImportKind.GITHUB, params, upload=upload)
+        self.run(study, params, upload=upload)

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from apps.corpus.models import ImportKind
+from apps.corpus.params import FileParams
 
 from ._importing import ImportCommand, existing_file
 
@@ -29,5 +29,4 @@ class Command(ImportCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         study = self.study(opts["study"])
         path = existing_file(opts["file"])
-        params: dict[str, Any] = {"format": opts["format"] or "", "filename": path.name}
-        self.run(study, ImportKind.FILE, params, upload=path)
+        self.run(study, FileParams(format=opts["format"] or "", filename=path.name), upload=path)

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from apps.corpus.models import ImportKind
+from apps.corpus.params import SoDumpParams
 
 from ._importing import ImportCommand, add_screening_arguments, existing_file
 
@@ -33,12 +33,12 @@ class Command(ImportCommand):
         study = self.study(opts["study"])
         # A dump runs to gigabytes: check its first MiB here; the XML parser places a bad byte further on.
         path = existing_file(opts["posts"], check_bytes=1 << 20)
-        params: dict[str, Any] = {
-            "tags": opts["tag"],
-            "keywords": opts["keyword"],
-            "preset": opts["preset"],
-            "accepted_only": opts["accepted_only"],
-            "site_host": opts["site_host"],
-            "filename": path.name,
-        }
-        self.run(study, ImportKind.SO_DUMP, params, upload=path)
+        params = SoDumpParams(
+            tags=tuple(opts["tag"]),
+            keywords=tuple(opts["keyword"]),
+            preset=opts["preset"],
+            accepted_only=opts["accepted_only"],
+            site_host=opts["site_host"],
+            filename=path.name,
+        )
+        self.run(study, params, upload=path)

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from apps.core.cli import http_url, positive_int
-from apps.corpus.models import ImportKind
+from apps.corpus.params import StackExchangeParams
 
 from ._importing import ImportCommand, add_screening_arguments
 
@@ -53,14 +53,14 @@ class Command(ImportCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = self.study(opts["study"])
-        params: dict[str, Any] = {
-            "tagged": opts["tagged"],
-            "match": opts["match"],
-            "keywords": opts["keyword"],
-            "preset": opts["preset"],
-            "accepted_only": opts["accepted_only"],
-            "site": opts["site"],
-            "limit": opts["limit"],
-            "api_url": opts["api_url"],
-        }
-        self.run(study, ImportKind.STACKEXCHANGE, params)
+        params = StackExchangeParams(
+            tagged=tuple(opts["tagged"]),
+            match=opts["match"],
+            keywords=tuple(opts["keyword"]),
+            preset=opts["preset"],
+            accepted_only=opts["accepted_only"],
+            site=opts["site"],
+            limit=opts["limit"],
+            api_url=opts["api_url"],
+        )
+        self.run(study, params)

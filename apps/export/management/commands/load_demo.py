@@ -22,7 +22,8 @@ from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.models import Round
 from apps.annotation.services import add_items_to_round, assign_round, import_annotations
 from apps.core.cli import BaseCommand
-from apps.corpus.models import ImportKind, Item
+from apps.corpus.models import Item
+from apps.corpus.params import FileParams
 from apps.corpus.parsing import detect_format, iter_records
 from apps.corpus.records import canonical_url
 from apps.corpus.services import import_in_foreground
@@ -150,9 +151,7 @@ class Command(BaseCommand):
         if wanted <= stored:
             self.stderr.write(f"{path.name}: {len(wanted)} items already loaded, kept as they are")
             return
-        job = import_in_foreground(
-            study, ImportKind.FILE, {"format": "", "filename": path.name}, upload=path, user=lead
-        )
+        job = import_in_foreground(study, FileParams(filename=path.name), upload=path, user=lead)
         if job.status != "succeeded":
             raise CommandError(f"{path.name}: import failed: {job.error or job.message}")
         self.stderr.write(f"{path.name}: {job.created} created, {job.updated} updated")
