@@ -185,8 +185,8 @@ def _assemble(
 
 
 # The labels of one round of one item (read by the submission's consolidation with the item's state, in
-# `services._SUBMISSION_STATE`): each assignment with its annotation, findings and label values, one row per
-# value (or per finding without values, or per assignment without findings), in the columns
+# `services.sql.SUBMISSION_STATE`): each assignment with its annotation, findings and label values, one row
+# per value (or per finding without values, or per assignment without findings), in the columns
 # `labels_from_rows` reads. `round_id` and `condition` are SQL expressions; %(item)s is the item.
 def round_labels_sql(round_id: str, condition: str = "true") -> str:
     return f"""

@@ -16,9 +16,8 @@ import pytest
 from django.db import connection
 
 from apps.accounts.models import ConsolidationRule, Study, User
-from apps.adjudication import services
 from apps.adjudication.models import Decision, Review, ReviewState
-from apps.adjudication.services import consolidate_item
+from apps.adjudication.services import consolidate, consolidate_item, sql
 from apps.annotation.models import Assignment, Round
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
@@ -153,7 +152,7 @@ def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
     decides instead."""
     item = make_item(annotator_a, annotator_b)
     submit(item, annotator_a, CRASH)
-    read = services._SUBMISSION_STATE.run
+    read = sql.SUBMISSION_STATE.run
 
     def read_then_a_lead_moves(params: dict[str, Any]) -> Any:
         rows = read(params)
@@ -161,8 +160,8 @@ def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
         return rows
 
     fallbacks: list[int] = []
-    monkeypatch.setattr(services._SUBMISSION_STATE, "run", read_then_a_lead_moves)
-    monkeypatch.setattr(services, "consolidate_item", lambda item_id, **_: fallbacks.append(item_id))
+    monkeypatch.setattr(sql.SUBMISSION_STATE, "run", read_then_a_lead_moves)
+    monkeypatch.setattr(consolidate, "consolidate_item", lambda item_id, **_: fallbacks.append(item_id))
     submit(item, annotator_b, CRASH)
     assert fallbacks == [item.pk]
     assert not Decision.objects.filter(item=item).exists()
