@@ -18,6 +18,7 @@ from django.db import connection
 from apps.accounts.models import ConsolidationRule, Study, User
 from apps.adjudication.models import Decision, Review, ReviewState
 from apps.adjudication.services import consolidate, consolidate_item, sql
+from apps.adjudication.services.sql import SubmissionState
 from apps.annotation.models import Assignment, Round
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
@@ -199,3 +200,21 @@ def test_an_item_waits_until_as_many_annotators_as_the_rounds_overlap_submitted(
     Assignment.objects.create(study=item.study, round=round1, item=item, annotator=annotator_c, position=2)
     submit(item, annotator_c, CRASH, item_locked=locked)
     assert Decision.objects.get(item=item, is_current=True).provenance == "unanimous"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [("3", 3), (None, 2), ("0", 2), ("two", 2)],
+    ids=["recorded", "none-recorded", "zero", "not-a-number"],
+)
+def test_the_submission_state_judges_a_round_by_its_recorded_overlap_else_the_studys(
+    recorded: str | None, expected: int
+) -> None:
+    """As `Round.assigned_overlap` reads it: the round's recorded overlap when it is a positive whole
+    number, the study's otherwise."""
+    state = SubmissionState(
+        study_id=1, rule="unanimous", round_id=1, total=3, done=3, has_current=False, review_id=None,
+        review_state=None, dimensions=None, review_round=None, round_overlap=recorded, study_overlap=2,
+        opened=False,
+    )  # fmt: skip
+    assert state.overlap == expected

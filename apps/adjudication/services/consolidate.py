@@ -4,15 +4,13 @@ receivers of annotation's submissions and of codebook changes call these."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.annotation.completion import ready
-from apps.annotation.models import AssignmentStatus
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
@@ -24,8 +22,8 @@ from ..queries import (
     item_labels,
     labels_from_rows,
 )
-from .record import AUTOMATIC, Gold, create_review, decision_rows, record_decision, save_review, withdraw
-from .sql import DECIDE_REVIEW, INSERT_REVIEW, STATE_WIDTH, SUBMISSION_STATE, UPDATE_REVIEW, decision_params
+from .record import AUTOMATIC, Gold, create_review, new_decision, record_decision, save_review, withdraw
+from .sql import decide_review, insert_review, read_submission_state, update_review
 
 
 def consolidate_item(
@@ -107,82 +105,70 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     with a current decision, a decided Review, or a Review that a lead changed since the read is left to
     `consolidate_item`, whatever the case."""
     now = timezone.now()
-    rows, _ = SUBMISSION_STATE.run(
-        {
-            "item": item_id,
-            "submitted": AssignmentStatus.SUBMITTED.value,
-            "annotating": ReviewState.ANNOTATING.value,
-            "now": now,
-        }
-    )
-    if not rows:
+    read = read_submission_state(item_id, now=now)
+    if read is None:
         return
-    state = rows[0][:STATE_WIDTH]
-    (
-        study_id, rule, round_id, total, done, has_current, review_id, was, dimensions, review_round,
-        round_overlap, study_overlap, opened,
-    ) = state  # fmt: skip
-    if opened:
+    state = read.state
+    if state.opened:
         return
-    if isinstance(dimensions, str):  # jsonb comes as text: Django parses JSON in its fields, not the driver
-        dimensions = json.loads(dimensions)
-    if index is None or round_id is None or has_current or was == ReviewState.DECIDED:
+    was = state.review_state
+    if index is None or state.round_id is None or state.has_current or was == ReviewState.DECIDED:
         consolidate_item(item_id, index=index)
         return
-    item = Item(pk=item_id, study_id=study_id)
-    decision: tuple[Gold, Provenance, ItemLabels] | None = None
+    round_id = state.round_id
+    item = Item(pk=item_id, study_id=state.study_id)
+    agreed: _Agreed | None = None
     target, disagreeing = ReviewState.ANNOTATING.value, []
-    recorded = _whole(round_overlap) or None  # as `Round.assigned_overlap` reads it
-    if ready(submitted=done, assigned=total, overlap=study_overlap if recorded is None else recorded):
-        labels = labels_from_rows(item, round_id, index, (r[STATE_WIDTH:] for r in rows if r[STATE_WIDTH]))
-        result = consolidate(labels.findings, rule=rule)
+    if ready(submitted=state.done, assigned=state.total, overlap=state.overlap):
+        labels = labels_from_rows(item, round_id, index, read.round_labels())
+        result = consolidate(labels.findings, rule=state.rule)
         disagreeing = list(result.disagreeing_dimensions)
         if result.decided:
-            decision = (list(result.findings), Provenance(result.outcome.value), labels)
+            agreed = _Agreed(list(result.findings), Provenance(result.outcome.value), labels)
             target = ReviewState.DECIDED.value
         else:
             target = ReviewState.DISAGREEMENT.value
-    if decision is not None and review_id is not None:
+    if agreed is not None and state.review_id is not None:
+        assert was is not None  # a Review has a state
         # The common end of a round: the Review and the decision in one statement.
-        gold, provenance, labels = decision
-        fields, gold_values, sources = decision_rows(
-            item, gold, provenance, labels, previous=None, actor=None, rationale="", round_id=None,
-            override=False, index=index,
+        new = new_decision(
+            item, agreed.gold, agreed.provenance, agreed.labels, previous=None, actor=None, rationale="",
+            round_id=None, override=False, index=index,
         )  # fmt: skip
-        params = decision_params(fields, len(gold), gold_values, sources)
-        review = {"review_state": target, "review_dimensions": json.dumps(disagreeing), "review": review_id}
-        decided = DECIDE_REVIEW.one({**params, **review, "was": was})
-        if decided is None or not decided[0]:
+        if not decide_review(new, review_id=state.review_id, was=was, state=target, dimensions=disagreeing):
             consolidate_item(item_id, index=index)
         return
-    values = {
-        "item": item_id,
-        "study": study_id,
-        "round": round_id,
-        "state": target,
-        "dimensions": json.dumps(disagreeing),
-        "now": now,
-    }
-    if review_id is None:
-        written = INSERT_REVIEW.one(values) is not None
+    if state.review_id is None:
+        written = insert_review(
+            item_id=item_id, study_id=state.study_id, round_id=round_id, state=target, dimensions=disagreeing,
+            now=now,
+        )  # fmt: skip
     else:
-        changed = was != target or list(dimensions or []) != disagreeing
-        if not changed and review_round == round_id:
+        assert was is not None  # a Review has a state
+        changed = was != target or list(state.dimensions or []) != disagreeing
+        if not changed and state.review_round == round_id:
             written = True
         else:
-            _, count = UPDATE_REVIEW.run({**values, "changed": changed, "review": review_id, "was": was})
-            written = count == 1
+            written = update_review(
+                state.review_id, was=was, round_id=round_id, state=target, dimensions=disagreeing,
+                changed=changed, now=now,
+            )  # fmt: skip
     if not written:
         consolidate_item(item_id, index=index)
         return
-    if decision is not None:
-        gold, provenance, labels = decision
-        record_decision(item, gold, provenance, labels, previous=None, actor=None, rationale="", index=index)
+    if agreed is not None:
+        record_decision(
+            item, agreed.gold, agreed.provenance, agreed.labels, previous=None, actor=None, rationale="",
+            index=index,
+        )  # fmt: skip
 
 
-def _whole(text: str | None) -> int | None:
-    """A whole number read as JSON text from the database, or None."""
-    return int(text) if text is not None and text.isdigit() else None
+class _Agreed(NamedTuple):
+    """The decision a completed round's annotators agree on, before it is written."""
+
+    gold: Gold
+    provenance: Provenance
+    labels: ItemLabels
 
 
 def consolidate_items(item_ids: Iterable[int], **options: Any) -> int:

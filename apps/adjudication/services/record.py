@@ -22,7 +22,7 @@ from ..queries import (
     decision_findings,
 )
 from .errors import DecisionConflict, conflict_message
-from .sql import INSERT_DECISION, decision_instance, decision_params
+from .sql import GoldValue, NewDecision, insert_decision
 
 AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
 Gold = list[dict[str, frozenset[int]]]
@@ -89,33 +89,30 @@ def record_decision(
         is_current=False
     ):
         raise DecisionConflict(conflict_message(None, previous.pk), None)
-    fields, values, sources = decision_rows(
+    new = new_decision(
         item, gold, provenance, labels, previous=previous, actor=actor, rationale=rationale,
         round_id=round_id, override=override, index=index,
     )  # fmt: skip
     if connection.vendor == "postgresql":
-        row = INSERT_DECISION.one(decision_params(fields, len(gold), values, sources))
-        assert row is not None  # an INSERT returns its row
-        return decision_instance(row, fields)
-    decision = Decision.objects.create(**fields)
+        return insert_decision(new)
+    decision = Decision.objects.create(**new.fields)
     findings = DecisionFinding.objects.bulk_create(
-        DecisionFinding(decision=decision, number=number) for number in range(1, len(gold) + 1)
+        DecisionFinding(decision=decision, number=number) for number in range(1, new.findings + 1)
     )
     DecisionValue.objects.bulk_create(
-        DecisionValue(finding=findings[number - 1], dimension_id=dimension_id, category_id=category_id)
-        for number, dimension_id, category_id in values
+        DecisionValue(finding=findings[v.number - 1], dimension_id=v.dimension_id, category_id=v.category_id)
+        for v in new.values
     )
-    if sources:
+    if new.sources:
         # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
         through = Decision.source_annotations.through
-        through.objects.bulk_create([through(decision_id=decision.pk, annotation_id=pk) for pk in sources])
+        through.objects.bulk_create(
+            [through(decision_id=decision.pk, annotation_id=pk) for pk in new.sources]
+        )
     return decision
 
 
-DecisionRows = tuple[dict[str, Any], list[tuple[int, int, int]], list[int]]
-
-
-def decision_rows(
+def new_decision(
     item: Item,
     gold: Gold,
     provenance: Provenance,
@@ -127,9 +124,9 @@ def decision_rows(
     round_id: int | None,
     override: bool,
     index: CodebookIndex,
-) -> DecisionRows:
-    """A new current decision's fields (as `Decision.objects.create` takes them), its gold values (finding
-    number, dimension id, category id) and its source annotations' ids."""
+) -> NewDecision:
+    """A new current decision superseding `previous`, as `record_decision` and the statements of `sql`
+    write it: its fields, its gold values and its source annotations."""
     fields: dict[str, Any] = {
         "study_id": item.study_id,
         "item": item,
@@ -144,12 +141,12 @@ def decision_rows(
         "codebook_version": index.version,
     }
     values = [
-        (number, index.dimension(key).id, category_id)
+        GoldValue(number, index.dimension(key).id, category_id)
         for number, finding in enumerate(gold, start=1)
         for key, ids in finding.items()
         for category_id in sorted(ids)
     ]
-    return fields, values, [a.pk for a in dict.fromkeys(labels.annotations)]
+    return NewDecision(fields, len(gold), values, [a.pk for a in dict.fromkeys(labels.annotations)])
 
 
 def _keys(values: Iterable[int | str], index: CodebookIndex) -> list[str]:

@@ -1,33 +1,114 @@
-"""Every hand-written SQL statement of adjudication: the submission's consolidation read (the item's state
-with a completed round's labels), the Review's insert and update, and the decision written in one statement
-(alone, or with its Review). PostgreSQL prepared statements (`apps.core.sql.Statement`); each has an ORM
-twin in the modules that call it, and tests hold both to one outcome (docs/decisions/0004)."""
+"""Every hand-written SQL statement of adjudication, and the reading of its rows into named tuples.
+
+The submission's consolidation read (the item's state with a completed round's labels), the Review's
+insert and update, and the decision written in one statement (alone, or with its Review). PostgreSQL
+prepared statements (`apps.core.sql.Statement`); each has an ORM twin in the module that calls it, and tests
+hold both to one outcome (docs/decisions/0004). Callers get named rows or model instances from the
+functions below, never a row to unpack by position: a column's position is known only here, next to the
+statement that selects it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from apps.accounts.models import Study
-from apps.annotation.models import Annotation, Assignment, Round
-from apps.core.sql import Statement, columns, instance
+from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from apps.core.sql import Statement, columns, instance, width
 from apps.corpus.models import Item
 
-from ..models import Decision, DecisionFinding, DecisionValue, Review
-from ..queries import (
-    round_labels_order,
-    round_labels_sql,
-)
+from ..models import Decision, DecisionFinding, DecisionValue, Review, ReviewState
+from ..queries import RoundLabel
+
+
+class SubmissionState(NamedTuple):
+    """The item's state as a submission's consolidation reads it (`read_submission_state`), in the order of
+    the statement's ``st`` columns and its last one. `total` and `done` are 0 when the item has no round."""
+
+    study_id: int
+    rule: str  # the study's consolidation rule
+    round_id: int | None  # the item's latest round
+    total: int  # assignments in the round
+    done: int  # of which submitted
+    has_current: bool  # a decision is current
+    review_id: int | None
+    review_state: str | None
+    dimensions: list[str] | None  # the Review's disagreeing dimensions
+    review_round: int | None
+    round_overlap: str | None  # as recorded in the round's params (JSON text), or NULL
+    study_overlap: int
+    opened: bool  # the statement opened the item's Review (``annotating``): nothing is left to do
+
+    @property
+    def overlap(self) -> int:
+        """The overlap the round's completion is judged by, as `Round.assigned_overlap` reads it."""
+        text = self.round_overlap
+        recorded = (int(text) if text is not None and text.isdigit() else None) or None
+        return self.study_overlap if recorded is None else recorded
+
+
+@dataclass(frozen=True)
+class SubmissionRead:
+    """`SUBMISSION_STATE`'s answer: the item's state and, when its round is all submitted, the round's
+    labels (`round_labels`, read from the rows only when asked for)."""
+
+    state: SubmissionState
+    rows: list[tuple[Any, ...]]
+
+    def round_labels(self) -> Iterator[RoundLabel]:
+        """The round's label rows (`round_labels_sql`), each assignment and annotation built once."""
+        a_width, n_width = width(Assignment), width(Annotation)
+        built: dict[int, tuple[Assignment, Annotation | None]] = {}
+        for row in self.rows:
+            labels = row[STATE_WIDTH:]
+            if not labels[0]:  # no assignment: the round is not all submitted, no labels were joined
+                continue
+            pair = built.get(labels[0])
+            if pair is None:
+                assignment = instance(Assignment, labels[:a_width])
+                started = labels[a_width] is not None
+                annotation = instance(Annotation, labels[a_width : a_width + n_width]) if started else None
+                pair = built[labels[0]] = (assignment, annotation)
+            number, value_id, dimension_id, category_id, pending = labels[a_width + n_width :]
+            yield RoundLabel(pair[0], pair[1], number, value_id, dimension_id, category_id, pending)
+
+
+# The labels of one round of one item (read with the item's state in `SUBMISSION_STATE`): each assignment
+# with its annotation, findings and label values, one row per value (or per finding without values, or per
+# assignment without findings), in the columns `SubmissionRead.round_labels` reads. `round_id` and
+# `condition` are SQL expressions; %(item)s is the item.
+def round_labels_sql(round_id: str, condition: str = "true") -> str:
+    return f"""
+SELECT {columns(Assignment, "a")}, {columns(Annotation, "n")}, f.number, v.id, v.dimension_id, v.category_id,
+       v.pending
+FROM "{Assignment._meta.db_table}" a
+LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
+LEFT JOIN "{Finding._meta.db_table}" f ON f.annotation_id = n.id
+LEFT JOIN "{LabelValue._meta.db_table}" v ON v.finding_id = f.id
+WHERE a.item_id = %(item)s AND a.round_id = {round_id} AND {condition}
+"""
+
+
+def round_labels_order(offset: int) -> str:
+    """The ORDER BY of `round_labels_sql`'s rows (assignment, finding number, value) by column position,
+    its columns starting after `offset` others."""
+    a_width, n_width = width(Assignment), width(Annotation)
+    return f"{offset + 1}, {offset + a_width + n_width + 1}, {offset + a_width + n_width + 2}"
+
 
 # What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
 # submission): the study's rule, the item's latest round with its assignments and submitted annotations
 # counted, whether a decision is current, and the item's Review, the overlap recorded for the round (text, or
 # NULL) and the study's; when the round is all submitted, its labels too, one row each
-# (`queries.round_labels_sql`), the state repeated on each. The common case is written by the same
-# statement: an item whose round is not all submitted, without a decision or a Review yet (the first
-# annotation of the item), gets its Review as ``annotating``; the 13th value says whether it did.
-STATE_WIDTH = 13
+# (`round_labels_sql`), the state repeated on each. The common case is written by the same statement: an
+# item whose round is not all submitted, without a decision or a Review yet (the first annotation of the
+# item), gets its Review as ``annotating``; the state's last value (`SubmissionState.opened`) says whether
+# it did.
+STATE_WIDTH = len(SubmissionState._fields)
 SUBMISSION_STATE = Statement(
     "taxonomist_submission_state",
     f"""
@@ -94,12 +175,78 @@ WHERE id = %(review)s AND state = %(was)s
 )  # fmt: skip
 
 
+def read_submission_state(item_id: int, *, now: datetime) -> SubmissionRead | None:
+    """`SUBMISSION_STATE` for the item (its row locked by the caller); None for an item that is gone."""
+    rows, _ = SUBMISSION_STATE.run(
+        {
+            "item": item_id,
+            "submitted": AssignmentStatus.SUBMITTED.value,
+            "annotating": ReviewState.ANNOTATING.value,
+            "now": now,
+        }
+    )
+    if not rows:
+        return None
+    state = SubmissionState._make(rows[0][:STATE_WIDTH])
+    dimensions: Any = state.dimensions
+    if isinstance(dimensions, str):  # jsonb comes as text: Django parses JSON in its fields, not the driver
+        dimensions = json.loads(dimensions)
+    state = state._replace(dimensions=dimensions, total=state.total or 0, done=state.done or 0)
+    return SubmissionRead(state, rows)
+
+
+def insert_review(
+    *, item_id: int, study_id: int, round_id: int, state: str, dimensions: list[str], now: datetime
+) -> bool:
+    """`INSERT_REVIEW`: the item's first Review; False when one exists already (nothing written)."""
+    values = {"item": item_id, "study": study_id, "round": round_id, "state": state,
+              "dimensions": json.dumps(dimensions), "now": now}  # fmt: skip
+    return INSERT_REVIEW.one(values) is not None
+
+
+def update_review(
+    review_id: int,
+    *,
+    was: str,
+    round_id: int,
+    state: str,
+    dimensions: list[str],
+    changed: bool,
+    now: datetime,
+) -> bool:
+    """`UPDATE_REVIEW`: the Review's state, only while it is still `was`; False when it was not (nothing
+    written). `changed` says whether the state or the dimensions differ (`updated_at` moves only then)."""
+    values = {"review": review_id, "was": was, "round": round_id, "state": state,
+              "dimensions": json.dumps(dimensions), "changed": changed, "now": now}  # fmt: skip
+    _, count = UPDATE_REVIEW.run(values)
+    return count == 1
+
+
+class GoldValue(NamedTuple):
+    """One value of a new decision: its finding's number (from 1), the dimension and the category."""
+
+    number: int
+    dimension_id: int
+    category_id: int
+
+
+@dataclass(frozen=True)
+class NewDecision:
+    """A new current decision as every path writes it: `fields` as `Decision.objects.create` takes them,
+    how many gold `findings` it has, their `values` and its source annotations' ids."""
+
+    fields: dict[str, Any]
+    findings: int
+    values: list[GoldValue]
+    sources: list[int]
+
+
 _SOURCES = Decision.source_annotations.through._meta.db_table
 
 
-# `record_decision` on PostgreSQL: the decision, its findings, their values and its source annotations in one
-# statement (four inserts through the ORM); every decision takes it, automatic or a lead's. `gate` is a
-# FROM clause the decision's row is selected from (empty: always one row).
+# `record.record_decision` on PostgreSQL: the decision, its findings, their values and its source
+# annotations in one statement (four inserts through the ORM); every decision takes it, automatic or a
+# lead's. `gate` is a FROM clause the decision's row is selected from (empty: always one row).
 def _decision_ctes(gate: str) -> str:
     return f"""
 d AS (
@@ -158,10 +305,24 @@ SELECT EXISTS (SELECT 1 FROM r), d.* FROM (SELECT 1) AS one LEFT JOIN d ON true
 )
 
 
-def decision_params(
-    fields: dict[str, Any], findings: int, values: list[tuple[int, int, int]], sources: list[int]
-) -> dict[str, Any]:
-    """The decision statements' parameters for `fields` as `Decision.objects.create` takes them."""
+def insert_decision(new: NewDecision) -> Decision:
+    """`INSERT_DECISION`: the decision with its findings, values and sources; the decision's instance."""
+    row = INSERT_DECISION.one(_decision_params(new))
+    assert row is not None  # an INSERT returns its row
+    return _decision_instance(row, new.fields)
+
+
+def decide_review(new: NewDecision, *, review_id: int, was: str, state: str, dimensions: list[str]) -> bool:
+    """`DECIDE_REVIEW`: the Review's new state and the decision, both only while the Review is still `was`;
+    False when it was not (nothing written)."""
+    review = {"review_state": state, "review_dimensions": json.dumps(dimensions), "review": review_id}
+    row = DECIDE_REVIEW.one({**_decision_params(new), **review, "was": was})
+    return row is not None and bool(row[0])
+
+
+def _decision_params(new: NewDecision) -> dict[str, Any]:
+    """The decision statements' parameters for a new decision."""
+    fields = new.fields
     actor, previous = fields["decided_by"], fields["supersedes"]
     return {
         "study": fields["study_id"],
@@ -174,15 +335,16 @@ def decision_params(
         "previous": previous.pk if previous is not None else None,
         "changes": json.dumps(fields["changes"]),
         "version": fields["codebook_version"],
-        "numbers": list(range(1, findings + 1)),
-        "v_number": [number for number, _, _ in values],
-        "v_dimension": [dimension for _, dimension, _ in values],
-        "v_category": [category for _, _, category in values],
-        "sources": sources,
+        "numbers": list(range(1, new.findings + 1)),
+        "v_number": [v.number for v in new.values],
+        "v_dimension": [v.dimension_id for v in new.values],
+        "v_category": [v.category_id for v in new.values],
+        "sources": new.sources,
     }
 
 
-def decision_instance(row: Sequence[Any], fields: dict[str, Any]) -> Decision:
+def _decision_instance(row: Sequence[Any], fields: dict[str, Any]) -> Decision:
+    """The decision's instance from its ``RETURNING`` columns, its related objects those it was made with."""
     decision = instance(Decision, row)
     decision.item, decision.decided_by, decision.supersedes = (
         fields["item"],
