@@ -8,10 +8,10 @@ functions take an item or a study the caller already fetched through `access_stu
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -19,7 +19,6 @@ from django.db.models.functions import Coalesce
 from apps.accounts.models import Study, User
 from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
-from apps.core.sql import columns, instance, width
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
@@ -184,58 +183,51 @@ def _assemble(
     )
 
 
-# The labels of one round of one item (read by the submission's consolidation with the item's state, in
-# `services._SUBMISSION_STATE`): each assignment with its annotation, findings and label values, one row per
-# value (or per finding without values, or per assignment without findings), in the columns
-# `labels_from_rows` reads. `round_id` and `condition` are SQL expressions; %(item)s is the item.
-def round_labels_sql(round_id: str, condition: str = "true") -> str:
-    return f"""
-SELECT {columns(Assignment, "a")}, {columns(Annotation, "n")}, f.number, v.id, v.dimension_id, v.category_id,
-       v.pending
-FROM "{Assignment._meta.db_table}" a
-LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
-LEFT JOIN "{Finding._meta.db_table}" f ON f.annotation_id = n.id
-LEFT JOIN "{LabelValue._meta.db_table}" v ON v.finding_id = f.id
-WHERE a.item_id = %(item)s AND a.round_id = {round_id} AND {condition}
-"""
+class RoundLabel(NamedTuple):
+    """One row of a round's labels as the submission's consolidation reads them (`services.sql`): an
+    assignment, its annotation (None when not started) and one value of one of its findings (`number` None
+    for an annotation without findings, the value's fields None for a finding without values)."""
 
-
-def round_labels_order(offset: int) -> str:
-    """The ORDER BY of `round_labels_sql`'s rows (assignment, finding number, value) by column position,
-    its columns starting after `offset` others."""
-    a_width, n_width = width(Assignment), width(Annotation)
-    return f"{offset + 1}, {offset + a_width + n_width + 1}, {offset + a_width + n_width + 2}"
+    assignment: Assignment
+    annotation: Annotation | None
+    number: int | None
+    value_id: int | None
+    dimension_id: int | None
+    category_id: int | None
+    pending: bool | None
 
 
 def labels_from_rows(
-    item: Item, round_id: int, index: CodebookIndex, rows: Iterable[Sequence[Any]]
+    item: Item, round_id: int, index: CodebookIndex, rows: Iterable[RoundLabel]
 ) -> ItemLabels:
     """`item_labels(item, index=index)` for the round `round_id` known to be the item's latest, from its
-    `round_labels_sql` rows in `round_labels_order`; the assignments come without their related rows (round,
-    annotator) loaded."""
+    label rows ordered by assignment, finding number and value; the assignments come without their related
+    rows (round, annotator) loaded."""
     dimension_keys = {d.id: d.key for d in index.all_dimensions}
     in_round: dict[int, Assignment] = {}
     annotations: dict[int, Annotation] = {}
     values: list[tuple[int, int, int, str, int | None, bool]] = []
     numbers: list[tuple[int, int]] = []
-    a_width, n_width = width(Assignment), width(Annotation)
     for row in rows:
-        assignment_id = row[0]
-        if assignment_id not in in_round:
-            assignment = in_round[assignment_id] = instance(Assignment, row[:a_width])
-            if row[a_width] is not None:
-                annotation = instance(Annotation, row[a_width : a_width + n_width])
-                annotation.assignment = assignment
-                if assignment.status == AssignmentStatus.SUBMITTED and annotation.submitted_at is not None:
-                    annotations[assignment_id] = annotation
-        annotation_or_none = annotations.get(assignment_id)
-        number, value_id, dimension_id, category_id, pending = row[a_width + n_width :]
-        if annotation_or_none is None or number is None:
+        assignment = row.assignment
+        if assignment.pk not in in_round:
+            in_round[assignment.pk] = assignment
+            if row.annotation is not None:
+                row.annotation.assignment = assignment
+                if (
+                    assignment.status == AssignmentStatus.SUBMITTED
+                    and row.annotation.submitted_at is not None
+                ):
+                    annotations[assignment.pk] = row.annotation
+        annotation = annotations.get(assignment.pk)
+        if annotation is None or row.number is None:
             continue
-        numbers.append((annotation_or_none.pk, number))
-        if value_id is not None:
+        numbers.append((annotation.pk, row.number))
+        if row.value_id is not None:
+            assert row.dimension_id is not None  # a label value has a dimension
+            dimension = dimension_keys[row.dimension_id]
             values.append(
-                (value_id, annotation_or_none.pk, number, dimension_keys[dimension_id], category_id, pending)
+                (row.value_id, annotation.pk, row.number, dimension, row.category_id, bool(row.pending))
             )
     follow = merged_targets(item.study_id, index=index)
     return _assemble(

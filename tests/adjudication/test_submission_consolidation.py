@@ -16,9 +16,9 @@ import pytest
 from django.db import connection
 
 from apps.accounts.models import ConsolidationRule, Study, User
-from apps.adjudication import services
 from apps.adjudication.models import Decision, Review, ReviewState
-from apps.adjudication.services import consolidate_item
+from apps.adjudication.services import consolidate, consolidate_item, sql
+from apps.adjudication.services.sql import SubmissionState
 from apps.annotation.models import Assignment, Round
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
@@ -153,7 +153,7 @@ def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
     decides instead."""
     item = make_item(annotator_a, annotator_b)
     submit(item, annotator_a, CRASH)
-    read = services._SUBMISSION_STATE.run
+    read = sql.SUBMISSION_STATE.run
 
     def read_then_a_lead_moves(params: dict[str, Any]) -> Any:
         rows = read(params)
@@ -161,8 +161,8 @@ def test_a_review_changed_after_the_read_gets_no_decision_from_the_short_path(
         return rows
 
     fallbacks: list[int] = []
-    monkeypatch.setattr(services._SUBMISSION_STATE, "run", read_then_a_lead_moves)
-    monkeypatch.setattr(services, "consolidate_item", lambda item_id, **_: fallbacks.append(item_id))
+    monkeypatch.setattr(sql.SUBMISSION_STATE, "run", read_then_a_lead_moves)
+    monkeypatch.setattr(consolidate, "consolidate_item", lambda item_id, **_: fallbacks.append(item_id))
     submit(item, annotator_b, CRASH)
     assert fallbacks == [item.pk]
     assert not Decision.objects.filter(item=item).exists()
@@ -200,3 +200,21 @@ def test_an_item_waits_until_as_many_annotators_as_the_rounds_overlap_submitted(
     Assignment.objects.create(study=item.study, round=round1, item=item, annotator=annotator_c, position=2)
     submit(item, annotator_c, CRASH, item_locked=locked)
     assert Decision.objects.get(item=item, is_current=True).provenance == "unanimous"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [("3", 3), (None, 2), ("0", 2), ("two", 2)],
+    ids=["recorded", "none-recorded", "zero", "not-a-number"],
+)
+def test_the_submission_state_judges_a_round_by_its_recorded_overlap_else_the_studys(
+    recorded: str | None, expected: int
+) -> None:
+    """As `Round.assigned_overlap` reads it: the round's recorded overlap when it is a positive whole
+    number, the study's otherwise."""
+    state = SubmissionState(
+        study_id=1, rule="unanimous", round_id=1, total=3, done=3, has_current=False, review_id=None,
+        review_state=None, dimensions=None, review_round=None, round_overlap=recorded, study_overlap=2,
+        opened=False,
+    )  # fmt: skip
+    assert state.overlap == expected

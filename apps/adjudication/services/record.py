@@ -1,0 +1,186 @@
+"""Recording a decision and a Review's state: the writes that consolidation, the lead's decision and
+the import share. A new current decision supersedes the previous one (kept, not current), never
+overwrites it; every function runs inside the caller's transaction, which holds the item's or the
+Review's row lock (see the package's locking contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from apps.accounts.models import User
+from apps.corpus.models import Item
+from apps.taxonomy.index import CodebookIndex
+
+from ..consolidation import PENDING, Findings, change
+from ..models import Decision, DecisionFinding, DecisionValue, Provenance, Review
+from ..queries import (
+    ItemLabels,
+    decision_findings,
+)
+from .errors import DecisionConflict, conflict_message
+from .sql import GoldValue, NewDecision, insert_decision
+
+AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
+Gold = list[dict[str, frozenset[int]]]
+
+
+def create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
+    """The item's first Review, written with its state in one insert (the item row is locked)."""
+    fields = {
+        "item": item,
+        "study_id": item.study_id,
+        "round_id": round_id,
+        "state": state,
+        "disagreeing_dimensions": dimensions,
+        "updated_at": timezone.now(),
+    }
+    if connection.vendor == "postgresql":  # the item's row lock keeps every other writer of it waiting
+        return Review.objects.create(**fields)
+    try:
+        with transaction.atomic():
+            return Review.objects.create(**fields)
+    except IntegrityError:
+        # Only without row locks (SQLite) can another transaction have created it since our read.
+        review = Review.objects.select_for_update().get(item=item)
+        save_review(review, state, dimensions, round_id, force=True)
+        return review
+
+
+def save_review(
+    review: Review, state: str, dimensions: list[str], round_id: int | None, *, force: bool = False
+) -> None:
+    changed = force or review.state != state or list(review.disagreeing_dimensions or []) != dimensions
+    if not changed and review.round_id == round_id:
+        return
+    review.state = state
+    review.disagreeing_dimensions = dimensions
+    if round_id is not None:
+        review.round_id = round_id
+    if changed:
+        review.updated_at = timezone.now()
+    review.save(update_fields=["state", "disagreeing_dimensions", "round", "updated_at"])
+
+
+def withdraw(decision: Decision) -> None:
+    Decision.objects.filter(pk=decision.pk).update(is_current=False)
+
+
+def record_decision(
+    item: Item,
+    gold: Gold,
+    provenance: Provenance,
+    labels: ItemLabels,
+    *,
+    previous: Decision | None,
+    actor: User | None,
+    rationale: str,
+    round_id: int | None = None,
+    override: bool = False,
+    index: CodebookIndex | None = None,
+) -> Decision:
+    """Write a new current decision superseding `previous` (inside the caller's transaction)."""
+    index = index or CodebookIndex.for_study(item.study)
+    # Only the row still current may be superseded: 0 rows means someone else got there first.
+    if previous is not None and not Decision.objects.filter(pk=previous.pk, is_current=True).update(
+        is_current=False
+    ):
+        raise DecisionConflict(conflict_message(None, previous.pk), None)
+    new = new_decision(
+        item, gold, provenance, labels, previous=previous, actor=actor, rationale=rationale,
+        round_id=round_id, override=override, index=index,
+    )  # fmt: skip
+    if connection.vendor == "postgresql":
+        return insert_decision(new)
+    decision = Decision.objects.create(**new.fields)
+    findings = DecisionFinding.objects.bulk_create(
+        DecisionFinding(decision=decision, number=number) for number in range(1, new.findings + 1)
+    )
+    DecisionValue.objects.bulk_create(
+        DecisionValue(finding=findings[v.number - 1], dimension_id=v.dimension_id, category_id=v.category_id)
+        for v in new.values
+    )
+    if new.sources:
+        # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
+        through = Decision.source_annotations.through
+        through.objects.bulk_create(
+            [through(decision_id=decision.pk, annotation_id=pk) for pk in new.sources]
+        )
+    return decision
+
+
+def new_decision(
+    item: Item,
+    gold: Gold,
+    provenance: Provenance,
+    labels: ItemLabels,
+    *,
+    previous: Decision | None,
+    actor: User | None,
+    rationale: str,
+    round_id: int | None,
+    override: bool,
+    index: CodebookIndex,
+) -> NewDecision:
+    """A new current decision superseding `previous`, as `record_decision` and the statements of `sql`
+    write it: its fields, its gold values and its source annotations."""
+    fields: dict[str, Any] = {
+        "study_id": item.study_id,
+        "item": item,
+        "round_id": round_id or labels.round_id,
+        "provenance": provenance,
+        "rationale": rationale,
+        "decided_by": actor,
+        "decided_at": timezone.now(),
+        "is_current": True,
+        "supersedes": previous,
+        "changes": _changes(gold, labels, previous, index, override),
+        "codebook_version": index.version,
+    }
+    values = [
+        GoldValue(number, index.dimension(key).id, category_id)
+        for number, finding in enumerate(gold, start=1)
+        for key, ids in finding.items()
+        for category_id in sorted(ids)
+    ]
+    return NewDecision(fields, len(gold), values, [a.pk for a in dict.fromkeys(labels.annotations)])
+
+
+def _keys(values: Iterable[int | str], index: CodebookIndex) -> list[str]:
+    return [
+        PENDING if v == PENDING else (index.categories[v].key if v in index.categories else str(v))
+        for v in values
+        if isinstance(v, int) or v == PENDING
+    ]
+
+
+def _changes(
+    gold: Gold, labels: ItemLabels, previous: Decision | None, index: CodebookIndex, override: bool
+) -> dict[str, Any]:
+    """The decision's `changes` JSON: per source annotation (and against the decision it supersedes),
+    whether the labels are identical, the finding counts, and each differing dimension's category keys."""
+
+    def describe(findings: Findings) -> dict[str, Any]:
+        diff = change(findings, gold)
+        return {
+            "identical": diff.identical,
+            "findings": [diff.findings_from, diff.findings_to],
+            "dimensions": {
+                d: {"from": _keys(before, index), "to": _keys(after, index)}
+                for d, (before, after) in diff.dimensions.items()
+            },
+        }
+
+    out: dict[str, Any] = {
+        "annotations": [
+            {"annotation": a.pk, "annotator_id": a.assignment.annotator_id, **describe(f)}
+            for a, f in zip(labels.annotations, labels.findings, strict=True)
+        ],
+        "override": override,
+    }
+    if previous is not None:
+        out["previous"] = {"decision": previous.pk, **describe(decision_findings(previous))}
+    return out
