@@ -8,9 +8,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.accounts.models import Study
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study, input_file
+from apps.core.commands import input_file
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob
 from apps.corpus.screening import PRESETS
