@@ -3,8 +3,8 @@
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from apps.accounts.api import api_not_found
 from apps.accounts.api_docs import ApiDocs
+from apps.core.api import api_not_found
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,4 +1,4 @@
-"""Input and output shapes of the accounts API, and the error body every endpoint shares."""
+"""Input and output shapes of the accounts API (the error body every endpoint shares is `apps.core.api`'s)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,6 @@ from typing import Any
 from rest_framework import serializers
 
 from .models import Membership, Role, Study
-
-
-class ErrorSerializer(serializers.Serializer[Any]):
-    """The body of every refusal: what went wrong, and the single problems when there are several."""
-
-    detail = serializers.CharField()
-    problems = serializers.ListField(child=serializers.CharField(), required=False)
-    field_errors = serializers.DictField(required=False, help_text="Invalid input: field → messages.")
 
 
 class StudySerializer(serializers.ModelSerializer[Study]):

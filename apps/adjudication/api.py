@@ -20,9 +20,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
-from apps.accounts.api import Conflict, StudyAPIView, StudyListAPIView, refuse
+from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.accounts.models import User
 from apps.annotation.models import Round
+from apps.core.api import Conflict, refuse
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 

@@ -13,7 +13,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import StudyAPIView, StudyListAPIView, refuse
+from apps.accounts.api import StudyAPIView, StudyListAPIView
+from apps.core.api import refuse
 
 from . import services
 from .models import AgreementSnapshot

@@ -19,7 +19,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import Conflict, Refused, StudyAPIView, StudyListAPIView, refuse
+from apps.accounts.api import StudyAPIView, StudyListAPIView
+from apps.core.api import Conflict, Refused, refuse
 
 from . import services
 from .models import Annotation, AnnotationQuerySet, Assignment, Round

@@ -1,4 +1,7 @@
-"""Helpers shared by management commands: one way to look up a study, to check a file and to fail clearly."""
+"""Helpers shared by management commands: one way to check a file and to fail clearly.
+
+The study lookup every command shares needs accounts' `Study`, so it is `apps.accounts.commands.get_study`
+(core imports no app)."""
 
 from __future__ import annotations
 
@@ -27,13 +30,3 @@ def input_file(path: str, *, text: bool = True, check_bytes: int | None = None) 
         return check_utf8(path, limit=check_bytes) if text else regular_file(path)
     except FileReadError as exc:
         raise file_error(exc) from None
-
-
-def get_study(slug: str):  # type: ignore[no-untyped-def]
-    from apps.accounts.models import Study  # core imports no app at module level
-
-    study = Study.objects.filter(slug=slug).first()
-    if study is None:
-        known = ", ".join(Study.objects.order_by("slug").values_list("slug", flat=True)[:20]) or "none"
-        raise CommandError(f"No study with the slug {slug!r} (known: {known}).")
-    return study

@@ -17,7 +17,8 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import StudyAPIView, StudyListAPIView, refuse
+from apps.accounts.api import StudyAPIView, StudyListAPIView
+from apps.core.api import refuse
 
 from .forms import IMPORT_FORMS
 from .models import ImportJob, Item

@@ -10,7 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.accounts.api import QueryFlag
+from apps.core.api import QueryFlag
 from apps.core.jobs import display_status
 
 from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source

@@ -16,7 +16,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import Conflict, StudyAPIView, StudyListAPIView, refuse
+from apps.accounts.api import StudyAPIView, StudyListAPIView
+from apps.core.api import Conflict, refuse
 
 from . import services
 from .models import ExportJob

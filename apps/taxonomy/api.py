@@ -14,7 +14,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.api import StudyAPIView, query_flag, refuse
+from apps.accounts.api import StudyAPIView
+from apps.core.api import query_flag, refuse
 
 from . import services
 from .codebook_spec import CodebookError, codebook_from_data

@@ -1,4 +1,4 @@
-"""The API base (apps/accounts/api.py) for every endpoint at once: forged page cursors, deeply nested and
+"""The API base (apps/core/api.py) for every endpoint at once: forged page cursors, deeply nested and
 oversized bodies, and yes/no query parameters are refused with a 400 (or 413) in the API's JSON shape.
 
 List endpoints are found from the URL conf, not listed by hand, so a new list cannot miss the checks.

@@ -4,10 +4,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.accounts.models import Role
 from apps.accounts.services import StudyError, UnknownUser, set_member_role
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
 
 
 class Command(BaseCommand):

@@ -17,11 +17,12 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.adjudication.services import import_decisions
 from apps.annotation.label_file import LabelFileError, parse_labels_csv
 from apps.annotation.services import ImportLabelsError, import_annotations
 from apps.core.cli import BaseCommand, positive_int
-from apps.core.commands import file_error, get_study
+from apps.core.commands import file_error
 from apps.core.files import FileReadError, read_text
 
 

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
+from apps.accounts.commands import get_study
 from apps.adjudication.status import study_status
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
 
 
 class Command(BaseCommand):

@@ -16,11 +16,12 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.agreement.metrics import MAX_BOOTSTRAP, agreement_report
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
 from apps.core.cli import BaseCommand, positive_int, whole_number
-from apps.core.commands import get_study, input_file
+from apps.core.commands import input_file
 
 BAD_INPUT = 2
 

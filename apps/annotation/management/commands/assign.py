@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.annotation.services import RoundError, assign_round
 from apps.core.cli import BaseCommand, positive_int
-from apps.core.commands import get_study
 
 
 class Command(BaseCommand):

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.annotation.label_file import LabelFileError, group_labels, report
 from apps.annotation.services import ImportLabelsError, RoundError, import_annotations, study_members
 from apps.annotation.tosem_workbook import (
@@ -24,7 +25,7 @@ from apps.annotation.tosem_workbook import (
     tosem_synonyms,
 )
 from apps.core.cli import BaseCommand, positive_int
-from apps.core.commands import get_study, input_file
+from apps.core.commands import input_file
 from apps.taxonomy.index import CodebookIndex
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.accounts.models import Study
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study, input_file
+from apps.core.commands import input_file
 from apps.core.models import JobStatus
 from apps.corpus.models import ImportJob
 from apps.corpus.params import ImportParams

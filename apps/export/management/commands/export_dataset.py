@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.core.cli import BaseCommand, positive_int
-from apps.core.commands import get_study
 from apps.core.models import JobStatus
 from apps.core.output import OutputError, check_output_path
 from apps.export import services

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study
 from apps.core.output import OutputError, check_output_path, write_output
 from apps.taxonomy.loading import EXPORT_FORMATS, export_codebook
 

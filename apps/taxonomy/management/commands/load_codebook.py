@@ -6,8 +6,9 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from apps.accounts.commands import get_study
 from apps.core.cli import BaseCommand
-from apps.core.commands import get_study, input_file
+from apps.core.commands import input_file
 from apps.taxonomy.codebook_spec import CodebookError, format_of
 from apps.taxonomy.loading import load_codebook_file
 from apps.taxonomy.services import CodebookEditError
