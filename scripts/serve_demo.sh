@@ -3,7 +3,8 @@
 #
 # Ctrl+C (SIGINT to the whole process group) or SIGTERM stops both quietly: the handler clears the traps
 # before it signals anything, so it runs once (a `kill 0` from a trap re-enters that trap, over and over),
-# sends SIGTERM to the two servers alone and waits for them. If one server stops by itself, the other is
+# sends SIGTERM to the servers alone (after Ctrl+C, to the worker only if it has not stopped by itself
+# within 10 s) and waits for them. If one server stops by itself, the other is
 # stopped too and its exit status is returned.
 #
 # Written for bash 3.2 (macOS's /bin/bash) as well as later ones: no `wait -n` (bash 5.1), which is why
@@ -20,15 +21,26 @@ web=
 stop() {
   trap '' INT TERM
   trap - EXIT
+  if [ "${1:-}" = ctrl-c ] && [ -n "$worker" ]; then
+    # The worker heard Ctrl+C itself and is shutting down warm: a SIGTERM now would only make it say so
+    # twice. The web server ignores SIGINT: stop it, and give the worker 10 s before asking again.
+    kill -TERM $web 2>/dev/null
+    tries=0
+    while kill -0 "$worker" 2>/dev/null && [ "$tries" -lt 20 ]; do
+      sleep 0.5
+      tries=$((tries + 1))
+    done
+  fi
   # unquoted on purpose: a server not started yet is an empty word, which vanishes
   kill -TERM $worker $web 2>/dev/null
   wait $worker $web 2>/dev/null
 }
-trap 'stop; exit 0' INT TERM
+trap 'stop ctrl-c; exit 0' INT
+trap 'stop; exit 0' TERM
 trap stop EXIT
 
 # A background job of a script ignores SIGINT, and the web server keeps it so; the worker installs its
-# own handler, so it hears Ctrl+C as well: both then stop on the SIGTERM sent by stop.
+# own handler, so it hears Ctrl+C as well and stops by itself; the web server stops on stop's SIGTERM.
 "$BIN/celery" -A config worker --loglevel=WARNING --concurrency=1 --pool=solo &
 worker=$!
 "$BIN/python" manage.py runserver "127.0.0.1:$PORT" --noreload &

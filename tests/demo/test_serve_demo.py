@@ -128,11 +128,10 @@ def test_ctrl_c_stops_the_worker_and_the_web_server_quietly(
     assert process.returncode == 0
     assert _group_is_gone(process.pid)
     assert (tmp_path / "web.log").read_text().splitlines()[1:] == ["SIGTERM"]  # it ignores SIGINT
-    # the worker hears Ctrl+C itself and the script's one SIGTERM (which may come first): never a storm
-    signals = (tmp_path / "worker.log").read_text().splitlines()[1:]
-    assert signals and len(signals) == len(set(signals)) and set(signals) <= {"SIGINT", "SIGTERM"}
+    # the worker hears Ctrl+C itself and stops: the script sends it nothing more, so it says it once
+    assert (tmp_path / "worker.log").read_text().splitlines()[1:] == ["SIGINT"]
     lines = [line for line in output.splitlines() if line.strip()]
-    assert set(lines) == {"worker: Warm shutdown (MainProcess)"} and len(lines) <= 2, output
+    assert lines == ["worker: Warm shutdown (MainProcess)"], output
 
 
 def test_sigterm_to_the_script_alone_stops_both_servers(tmp_path: Path, shell_env: dict[str, str]) -> None:
