@@ -133,13 +133,7 @@ def open_text(path: str | os.PathLike[str]) -> Iterator[TextIO]:
     The kind of file and its first bytes are checked on opening; a byte that is not UTF-8 further on
     surfaces, while the caller reads, as FileReadError with its offset in the file (found by scanning the
     file again, only then)."""
-    target = regular_file(path)
-    try:
-        with target.open("rb") as raw:
-            head = raw.read(_SNIFF)
-    except OSError as exc:
-        raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
-    _refuse_other_encodings(head, path)
+    target = _sniffed(path)
     try:
         handle = target.open(encoding="utf-8-sig", newline="")
     except OSError as exc:
@@ -151,9 +145,8 @@ def open_text(path: str | os.PathLike[str]) -> Iterator[TextIO]:
             raise _located_decode_error(target, path) from None
 
 
-def check_utf8(path: str | os.PathLike[str], *, limit: int | None = None) -> Path:
-    """Check that `path` is a regular file of UTF-8 text (its first `limit` bytes, or all of it), in
-    bounded memory; return it as a Path. Raises FileReadError naming the encoding found and the offset."""
+def _sniffed(path: str | os.PathLike[str]) -> Path:
+    """`path` as a Path, once it is a regular file whose first bytes show no other encoding than UTF-8."""
     target = regular_file(path)
     try:
         with target.open("rb") as raw:
@@ -161,6 +154,13 @@ def check_utf8(path: str | os.PathLike[str], *, limit: int | None = None) -> Pat
     except OSError as exc:
         raise FileReadError(path, f"cannot be read ({exc.strerror})") from None
     _refuse_other_encodings(head, path)
+    return target
+
+
+def check_utf8(path: str | os.PathLike[str], *, limit: int | None = None) -> Path:
+    """Check that `path` is a regular file of UTF-8 text (its first `limit` bytes, or all of it), in
+    bounded memory; return it as a Path. Raises FileReadError naming the encoding found and the offset."""
+    target = _sniffed(path)
     problem = _decode_problem(target, path, limit)
     if problem is not None:
         raise problem
