@@ -176,7 +176,8 @@ def test_an_export_killed_mid_write_offers_no_file_and_its_redelivery_writes_the
 
     def writing() -> bool:
         job.refresh_from_db()
-        parts = list(directory.glob("*.part")) if directory.exists() else []
+        # the half-written file sits in the job's scratch folder (export_services.scratch_dir)
+        parts = list(directory.glob(".job-*/*.part")) if directory.exists() else []
         return job.status == JobStatus.RUNNING and job.progress_done > 0 and bool(parts)
 
     wait_for(writing, 60, "the export to be half-way through its file")
@@ -189,7 +190,7 @@ def test_an_export_killed_mid_write_offers_no_file_and_its_redelivery_writes_the
     assert not export_services.is_downloadable(job)
     assert client.get(download).status_code == 404
     final = directory / export_services.file_name(job)
-    assert not final.exists()  # only the hidden .part file of the dead worker is there
+    assert not final.exists()  # only the dead worker's .part file, in the job's scratch folder
 
     # Redis hands the unacknowledged message to a worker again (after its visibility timeout); the
     # job is stalled by then, so the new worker claims it and writes the file from scratch.
@@ -200,6 +201,7 @@ def test_an_export_killed_mid_write_offers_no_file_and_its_redelivery_writes_the
 
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
+    assert not list(directory.glob(".job-*"))  # the resend removed the dead worker's scratch folder
     expected = directory.parent / "expected.csv"
     written = export_services.write_export(study, ExportOptions(format="csv"), expected)
     assert final.read_bytes() == expected.read_bytes()
