@@ -34,25 +34,12 @@ def role_in(user: User | AnonymousUser, study: Study) -> str | None:
     return Membership.objects.filter(user=user, study=study).values_list("role", flat=True).first()
 
 
-def is_member(user: User | AnonymousUser, study: Study) -> bool:
-    return role_in(user, study) is not None
-
-
 def can_lead(user: User | AnonymousUser, study: Study) -> bool:
     """Leads and owners run the study: import, codebook, rounds, adjudication."""
     return role_in(user, study) in LEAD_ROLES
 
 
 def can_adjudicate(user: User | AnonymousUser, study: Study) -> bool:
-    return can_lead(user, study)
-
-
-def can_manage_members(user: User | AnonymousUser, study: Study) -> bool:
-    return can_lead(user, study)
-
-
-def can_export(user: User | AnonymousUser, study: Study) -> bool:
-    """Exports hold every annotator's labels, so only leads and owners may run them."""
     return can_lead(user, study)
 
 
