@@ -60,16 +60,18 @@ def concurrent_database(transactional_db: None, tmp_path: Path) -> Iterator[Conc
         database.stop()
 
 
-def run_in_threads(*targets: Callable[[], None], timeout: float = 60) -> None:
-    """Start every target at once (a barrier), each on a thread with its own connection; re-raise the
-    first exception one raised; fail if one is still running after `timeout` seconds."""
+def run_in_threads(*targets: Callable[[], None], timeout: float = 60, together: bool = True) -> None:
+    """Run each target on a thread with its own connection, all released at once by a barrier (or, with
+    `together=False`, started in order, for tests that time their own overlap); re-raise the first
+    exception one raised; fail if one is still running after `timeout` seconds."""
     errors: list[BaseException] = []
-    barrier = threading.Barrier(len(targets))
+    barrier = threading.Barrier(len(targets)) if together else None
 
     def wrapped(target: Callable[[], None]) -> Callable[[], None]:
         def run() -> None:
             try:
-                barrier.wait()
+                if barrier is not None:
+                    barrier.wait()
                 target()
             except BaseException as exc:  # reported to the test below
                 errors.append(exc)

@@ -11,13 +11,14 @@ import time
 from collections.abc import Callable
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from apps.accounts.models import User
 from apps.adjudication.models import Decision, Provenance, Review, ReviewState
 from apps.adjudication.services import DecisionConflict, decide
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, submit
+from tests.concurrency import run_in_threads
 
 pytestmark = [
     pytest.mark.postgres,
@@ -29,24 +30,6 @@ pytestmark = [
 ]
 
 MakeItem = Callable[..., Item]
-
-
-def run_in_threads(*targets: Callable[[], None]) -> None:
-    def wrapped(target: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                target()
-            finally:
-                connections.close_all()  # each thread has its own connection: close it
-
-        return run
-
-    threads = [threading.Thread(target=wrapped(t)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not any(t.is_alive() for t in threads), "a thread is stuck"
 
 
 @pytest.mark.parametrize("attempt", range(5))
@@ -69,7 +52,7 @@ def test_two_leads_saving_at_once_make_exactly_one_decision(
 
         return run
 
-    run_in_threads(save(lead, CRASH), save(owner, HANG))
+    run_in_threads(save(lead, CRASH), save(owner, HANG), together=False)
     won = [o for o in outcomes.values() if isinstance(o, Decision)]
     lost = [o for o in outcomes.values() if isinstance(o, DecisionConflict)]
     assert (len(won), len(lost)) == (1, 1)
@@ -115,7 +98,7 @@ def test_the_partial_unique_constraint_turns_a_racing_insert_into_a_conflict(
         except DecisionConflict as exc:
             outcome["lead"] = exc
 
-    run_in_threads(sneak_in, lead_saves)
+    run_in_threads(sneak_in, lead_saves, together=False)
     assert outcome["waited"] is True
     conflict = outcome["lead"]
     assert isinstance(conflict, DecisionConflict)

@@ -17,14 +17,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from tests.annotation.conftest import book, items  # noqa: F401  (fixtures of the race tests)
 
@@ -39,32 +38,6 @@ needs_postgres = [
         "a worker process sharing the test database cannot happen there",
     ),
 ]
-
-
-def run_in_threads(*targets: Callable[[], None], timeout: float = 60) -> None:
-    """Run each target on a thread of its own (so each has its own database connection); re-raise
-    the first exception a target raised; fail if one is still running after `timeout` seconds."""
-    errors: list[BaseException] = []
-
-    def wrapped(target: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                target()
-            except BaseException as exc:  # reported to the test below
-                errors.append(exc)
-            finally:
-                connections.close_all()
-
-        return run
-
-    threads = [threading.Thread(target=wrapped(t)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=timeout)
-    assert not any(t.is_alive() for t in threads), "a thread is stuck (a lock that is never released?)"
-    if errors:
-        raise errors[0]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:

@@ -21,7 +21,8 @@ from apps.corpus.models import Item
 from apps.taxonomy.models import CategoryStatus, Codebook
 from apps.taxonomy.services import merge_category
 from tests.annotation.conftest import FAULT_HANG, HOWTO, Book, make_round
-from tests.reliability.conftest import needs_postgres, run_in_threads, wait_for
+from tests.concurrency import run_in_threads
+from tests.reliability.conftest import needs_postgres, wait_for
 
 pytestmark = [*needs_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -53,7 +54,7 @@ def test_a_double_submit_stores_one_annotation_and_one_set_of_labels(
         barrier.wait()
         results.append(submit_annotation(assignment, FAULT_HANG, annotator_a, codebook_version=3))
 
-    run_in_threads(click, click)
+    run_in_threads(click, click, together=False)
 
     assert sorted((r.created, r.changed) for r in results) == [(False, False), (True, True)]
     annotation = Annotation.objects.get(assignment=assignment)
@@ -80,7 +81,7 @@ def test_two_tabs_submitting_different_labels_leave_exactly_one_of_them_whole(
 
         return run
 
-    run_in_threads(tab(FAULT_HANG), tab(HOWTO))
+    run_in_threads(tab(FAULT_HANG), tab(HOWTO), together=False)
 
     annotation = Annotation.objects.get(assignment=assignment)  # one annotation, never two
     fault = {(1, "issue_type", "fault"), (1, "symptom", "hang"), (1, "fix_pattern", "fix-config")}
@@ -127,7 +128,7 @@ def test_a_merge_committed_while_an_annotator_submits_leaves_no_label_on_the_mer
         merge_category(book.categories["hang"], book.categories["crash"], actor=lead)
         merged.set()
 
-    run_in_threads(annotator, lead_merges)
+    run_in_threads(annotator, lead_merges, together=False)
 
     hang = book.categories["hang"]
     hang.refresh_from_db()
@@ -164,7 +165,7 @@ def test_a_submit_that_waits_for_a_merge_validates_against_the_merged_codebook(
         except StaleCodebook as exc:
             outcome["submit"] = exc
 
-    run_in_threads(lead_merges, annotator)
+    run_in_threads(lead_merges, annotator, together=False)
 
     assert isinstance(outcome["submit"], StaleCodebook), outcome["submit"]
     assert not Annotation.objects.filter(assignment=assignment, submitted_at__isnull=False).exists()
