@@ -23,6 +23,7 @@ from apps.annotation.models import (
 from apps.annotation.signals import annotation_submitted
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Codebook, Dimension
+from tests.api.conftest import world  # noqa: F401  (the API tests' world, for the job tests)
 from tests.factories import ItemFactory, MembershipFactory, UserFactory
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tosem23"

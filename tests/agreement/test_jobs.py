@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kombu.exceptions import OperationalError
 
-from apps.accounts.models import Study, User
 from apps.agreement.models import AgreementSnapshot
 from apps.agreement.services import request_dashboard
 from apps.agreement.tasks import compute_agreement_task
 from apps.core.jobs import QUEUE_UNAVAILABLE
 from apps.core.models import JobStatus
-from tests.api.world import World, isolated_world
-
-
-@pytest.fixture
-def world(
-    study: Study,
-    owner: User,
-    lead: User,
-    annotator_a: User,
-    annotator_b: User,
-    outsider: User,
-    settings: Any,
-    tmp_path: Path,
-) -> World:
-    return isolated_world(settings, tmp_path, study, owner, lead, annotator_a, annotator_b, outsider)
+from tests.api.world import World
 
 
 def test_a_large_dashboard_requested_while_the_queue_is_down_stays_queued_to_be_resent(

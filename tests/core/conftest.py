@@ -1,23 +1,3 @@
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-from apps.accounts.models import Study, User
-from tests.api.world import World, isolated_world
-
-
-@pytest.fixture
-def world(
-    study: Study,
-    owner: User,
-    lead: User,
-    annotator_a: User,
-    annotator_b: User,
-    outsider: User,
-    settings: Any,
-    tmp_path: Path,
-) -> World:
-    return isolated_world(settings, tmp_path, study, owner, lead, annotator_a, annotator_b, outsider)
+from tests.api.conftest import world  # noqa: F401  (the API tests' world: every kind of job needs one)
