@@ -22,6 +22,7 @@ from apps.taxonomy.models import Category
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, submit
 from tests.conftest import login
 from tests.factories import ItemFactory, StudyFactory
+from tests.html import steady
 
 pytestmark = pytest.mark.django_db
 
@@ -239,7 +240,7 @@ def test_annotator_names_are_hidden_when_the_study_says_so(
     study.show_annotator_names = False
     study.save()
     login(client, lead)
-    body = client.get(resolve_url(disagreement)).content.decode()
+    body = steady(client.get(resolve_url(disagreement)).content.decode())
     assert "Annotator 1" in body and "Annotator 2" in body
     assert "alice" not in body and "bob" not in body
 

@@ -16,6 +16,7 @@ from apps.corpus.models import Item, Relevance
 from tests.annotation.conftest import FAULT_HANG, HOWTO, Book, make_round
 from tests.conftest import login
 from tests.factories import ItemFactory
+from tests.html import steady
 
 pytestmark = pytest.mark.django_db
 
@@ -130,7 +131,7 @@ def test_bobs_labels_appear_in_no_page_or_partial_of_alice(
         ),
     ]
     for response in pages:
-        html = response.content.decode()
+        html = steady(response.content.decode())
         assert "BOB-SECRET-MEMO" not in html and "bob" not in html.lower()
         assert 'value="howto" checked' not in html and 'value="parallel" checked' not in html
 

@@ -8,7 +8,6 @@ marker. The lead, who may read labels, does see them: the markers are real.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from apps.accounts.models import User
 from apps.adjudication.models import Review, ReviewState
 from apps.annotation import services as labelling
 from tests.api.world import ALICE_CODE_KEY, ALICE_CODE_NAME, ALICE_MEMO, BOB_LABELS, World
+from tests.html import steady
 
 from .matrix import MATRIX, refusal
 
@@ -146,13 +146,6 @@ def test_an_item_in_disagreement_is_not_decided_so_it_stays_blind(world: World) 
 
 # --- side channels: nothing bob reads moves with alice's labels on an item they share ------------------
 
-# What differs between two requests whatever the data: CSRF tokens, CSP nonces, the moment of a submission
-# (ISO in the API, "2026-12-03 12:10" on the pages: the two worlds may straddle a minute).
-_VOLATILE = re.compile(
-    r"csrfmiddlewaretoken\" value=\"[^\"]+|\"X-CSRFToken\": \"[^\"]+|nonce=\"[^\"]+"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?"
-)
-
 
 def _everything_bob_reads(world: World) -> dict[str, str]:
     """Every answer bob can get (the matrix's URLs he may open, each object, page and htmx partial)."""
@@ -171,7 +164,7 @@ def _everything_bob_reads(world: World) -> dict[str, str]:
             for headers in ({}, {"HX-Request": "true"}):
                 response = client.get(url, headers=headers)
                 body = b"".join(response.streaming_content) if response.streaming else response.content
-                text = _VOLATILE.sub("…", body.decode("utf-8", "replace"))
+                text = steady(body.decode("utf-8", "replace"))
                 seen[f"{url} ({'htmx' if headers else 'page'})"] = f"{response.status_code} {text}"
     return seen
 
@@ -238,19 +231,17 @@ def _bobs_shared_item_after(world: World, alice_labels: dict[str, Any]) -> dict[
         seen = {}
         for headers in ({}, {"HX-Request": "true"}):
             response = client.get(page, headers=headers)
-            seen[f"page {headers}"] = f"{response.status_code} " + _VOLATILE.sub(
-                "…", response.content.decode()
-            )
-        seen["api"] = _VOLATILE.sub("…", client.get(api).content.decode())
+            seen[f"page {headers}"] = f"{response.status_code} " + steady(response.content.decode())
+        seen["api"] = steady(client.get(api).content.decode())
         draft = reverse("annotation:draft", kwargs={"slug": world.study.slug, "pk": bob.pk})
         response = client.post(draft, {"f1-type": "fault", "memo": "draft"}, headers={"HX-Request": "true"})
-        seen["autosave"] = f"{response.status_code} {_VOLATILE.sub('…', response.content.decode())}"
+        seen["autosave"] = f"{response.status_code} {steady(response.content.decode())}"
         edit = {
             "findings": [{"values": {"type": ["fault"], "symptom": ["crash"], "fix": ["config"]}}],
             "memo": "no",
         }
         response = client.post(api, edit, format="json")
-        seen["edit"] = f"{response.status_code} {_VOLATILE.sub('…', response.content.decode())}"
+        seen["edit"] = f"{response.status_code} {steady(response.content.decode())}"
         return seen
     finally:
         transaction.savepoint_rollback(savepoint)
