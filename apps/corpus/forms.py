@@ -175,6 +175,11 @@ class GitHubImportForm(ImportForm):
         help_text="One per line. Issues that cannot be fetched are reported and the rest imported.",
     )
     no_comments = forms.BooleanField(required=False, label="Do not fetch comments")
+    no_links = forms.BooleanField(
+        required=False,
+        label="Do not fetch linked pull requests and commits",
+        help_text="By default each issue's timeline is read for the pull requests and commits that fixed it.",
+    )
     limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
 
     def clean(self) -> dict[str, Any]:
@@ -194,6 +199,7 @@ class GitHubImportForm(ImportForm):
         common: dict[str, Any] = {
             "exclude_labels": tuple(split_lines(data["exclude_labels"])),
             "no_comments": bool(data.get("no_comments")),
+            "no_links": bool(data.get("no_links")),
             "limit": data.get("limit"),
             **self.screening_params(),
         }

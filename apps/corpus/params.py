@@ -89,6 +89,7 @@ class _GitHubCommon:
 
     exclude_labels: tuple[str, ...] = ()
     no_comments: bool = False
+    no_links: bool = False  # True: no timeline, pull request or commit reads (no fix evidence)
     limit: int | None = None
     api_url: str = ""  # empty: the public API (GITHUB_API)
     preset: str = ""
@@ -116,6 +117,8 @@ class _GitHubCommon:
             "limit": self.limit,
             **_screening_json(self),
         }
+        if self.no_links:  # left out when off, as jobs recorded before links existed have no such key
+            out["no_links"] = True
         out.update(mode_fields)
         if self.api_url:
             out["api_url"] = self.api_url
@@ -126,6 +129,7 @@ class _GitHubCommon:
         return {
             "exclude_labels": read.texts("exclude_labels"),
             "no_comments": read.flag("no_comments"),
+            "no_links": read.flag("no_links"),
             "limit": read.limit("limit"),
             "api_url": read.text("api_url"),
             "preset": read.text("preset"),
@@ -174,8 +178,8 @@ class GitHubUrlsParams(_GitHubCommon):
 
 GitHubParams = GitHubRepoParams | GitHubQueryParams | GitHubUrlsParams
 _GITHUB_KEYS = {
-    "mode", "repo", "state", "labels", "exclude_labels", "since", "query", "urls", "no_comments", "limit",
-    "api_url", "preset", "keywords",
+    "mode", "repo", "state", "labels", "exclude_labels", "since", "query", "urls", "no_comments", "no_links",
+    "limit", "api_url", "preset", "keywords",
 }  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from apps.core.api import QueryFlag
 from apps.core.jobs import display_status
 
-from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source
+from .models import ImportJob, ImportKind, Item, ItemComment, ItemLink, Relevance, Source
 
 
 class ItemSummarySerializer(serializers.ModelSerializer[Item]):
@@ -31,14 +31,34 @@ class CommentSerializer(serializers.ModelSerializer[ItemComment]):
         ]  # fmt: skip
 
 
+class LinkFileSerializer(serializers.Serializer[Any]):
+    filename = serializers.CharField()
+    additions = serializers.IntegerField()
+    deletions = serializers.IntegerField()
+    patch = serializers.CharField(help_text="Unified diff as GitHub sent it (untrusted text, never HTML).")
+    truncated = serializers.BooleanField(default=False)
+
+
+class LinkSerializer(serializers.ModelSerializer[ItemLink]):
+    """Fix evidence: a pull request, commit, merge request or accepted answer, with its files."""
+
+    files = LinkFileSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = ItemLink
+        fields = ["kind", "url", "title", "state", "provenance", "found_at", "note", "files"]
+
+
 class ItemSerializer(serializers.ModelSerializer[Item]):
     comments = CommentSerializer(many=True, read_only=True)
+    links = LinkSerializer(many=True, read_only=True)
 
     class Meta:
         model = Item
         fields = [
             "id", "url", "title", "source", "external_id", "relevance", "relevance_reason", "created_at",
             "imported_at", "updated_at", "tags", "metadata", "body", "body_format", "body_html", "comments",
+            "links",
         ]  # fmt: skip
 
 
@@ -94,6 +114,9 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
     query = serializers.CharField(required=False, allow_blank=True)
     urls = serializers.ListField(child=serializers.CharField(), required=False)
     no_comments = serializers.BooleanField(required=False)
+    no_links = serializers.BooleanField(
+        required=False, help_text="GitHub: skip linked pull requests and commits (fix evidence)."
+    )
     limit = serializers.IntegerField(required=False, min_value=1)
     tagged = serializers.CharField(required=False, help_text="Stack Exchange tags, space-separated.")
     match = serializers.ChoiceField(choices=["any", "all"], required=False)

@@ -395,6 +395,7 @@ def _import_github(
         on_notice=notice,
     )
     comments = not params.no_comments
+    links = not params.no_links
     limit = params.limit
     results: Iterator[GitHubResult]
     try:
@@ -406,6 +407,7 @@ def _import_github(
                 exclude_labels=params.exclude_labels,
                 since=params.since or None,
                 comments=comments,
+                links=links,
                 limit=limit,
             )
             progress.note(f"Reading issues of {params.repo}…")
@@ -413,6 +415,7 @@ def _import_github(
             results = client.search_issues(
                 params.query,
                 comments=comments,
+                links=links,
                 exclude_labels=params.exclude_labels,
                 limit=limit,
             )
@@ -420,7 +423,7 @@ def _import_github(
         else:
             urls = list(params.urls) or read_url_list(job.upload)
             progress.set_total(len(urls))
-            results = client.hydrate(urls, comments=comments, limit=limit)
+            results = client.hydrate(urls, comments=comments, links=links, limit=limit)
             progress.note(f"Fetching {len(urls)} issues…")
         upsert_records(
             job.study,
