@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api import QueryFlag
 from apps.core.jobs import display_status
 
-from .models import ImportJob, ImportKind, Item, ItemComment, ItemLink, Relevance, Source
+from .models import ImportJob, ImportKind, Item, ItemComment, LinkKind, Relevance, Source
+from .services.links import fix_evidence
 
 
 class ItemSummarySerializer(serializers.ModelSerializer[Item]):
@@ -39,19 +41,25 @@ class LinkFileSerializer(serializers.Serializer[Any]):
     truncated = serializers.BooleanField(default=False)
 
 
-class LinkSerializer(serializers.ModelSerializer[ItemLink]):
-    """Fix evidence: a pull request, commit, merge request or accepted answer, with its files."""
+class LinkSerializer(serializers.Serializer[Any]):
+    """Fix evidence: a pull request, commit, merge request or accepted answer, with its files.
 
-    files = LinkFileSerializer(many=True, read_only=True)
+    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, or accepted_answer (an
+    accepted Stack Exchange answer, which is one of the item's answers rather than a stored link)."""
 
-    class Meta:
-        model = ItemLink
-        fields = ["kind", "url", "title", "state", "provenance", "found_at", "note", "files"]
+    kind = serializers.ChoiceField(choices=LinkKind.choices)
+    url = serializers.URLField()
+    title = serializers.CharField()
+    state = serializers.CharField()
+    provenance = serializers.CharField()
+    found_at = serializers.DateTimeField(allow_null=True)
+    note = serializers.CharField()
+    files = LinkFileSerializer(many=True)
 
 
 class ItemSerializer(serializers.ModelSerializer[Item]):
     comments = CommentSerializer(many=True, read_only=True)
-    links = LinkSerializer(many=True, read_only=True)
+    links = serializers.SerializerMethodField()
 
     class Meta:
         model = Item
@@ -60,6 +68,10 @@ class ItemSerializer(serializers.ModelSerializer[Item]):
             "imported_at", "updated_at", "tags", "metadata", "body", "body_format", "body_html", "comments",
             "links",
         ]  # fmt: skip
+
+    @extend_schema_field(LinkSerializer(many=True))
+    def get_links(self, item: Item) -> list[dict[str, Any]]:
+        return LinkSerializer(fix_evidence(item), many=True).data  # type: ignore[return-value]
 
 
 class ItemFilterSerializer(serializers.Serializer[Any]):

@@ -9,7 +9,7 @@ GitHub when the importer can reach it) or removes any link (:func:`remove_link`)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -37,7 +37,7 @@ def store_links(linked: dict[int, list[LinkRecord]], now: datetime) -> None:
 
     Found links that are no longer found are deleted; a link a person added by hand (`manual`) is never
     deleted by an import, and keeps its provenance when an import finds the same URL (its diff is
-    refreshed).
+    refreshed). A link whose URL is not http(s) is dropped: it becomes an `href`.
     """
     existing = ItemLink.objects.filter(item_id__in=list(linked)).values_list("item_id", "url", "provenance")
     manual = {(item_id, url) for item_id, url, provenance in existing if provenance == LinkProvenance.MANUAL}
@@ -55,6 +55,7 @@ def store_links(linked: dict[int, list[LinkRecord]], now: datetime) -> None:
         (item_id, link.url): _link_row(item_id, link, now)
         for item_id, links in linked.items()
         for link in links
+        if _is_web_url(link.url)
     }
     for keep_provenance in (False, True):
         group = [row for key, row in rows.items() if (key in manual) is keep_provenance]
@@ -63,6 +64,12 @@ def store_links(linked: dict[int, list[LinkRecord]], now: datetime) -> None:
             ItemLink.objects.bulk_create(
                 group, update_conflicts=True, unique_fields=["item", "url"], update_fields=fields
             )
+
+
+def _is_web_url(url: str) -> bool:
+    """Only http(s) URLs are stored: a link's URL becomes an `href` on the Fix pane."""
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and len(url) <= _URL_MAX
 
 
 def _link_row(item_id: int, link: LinkRecord, now: datetime) -> ItemLink:
@@ -138,16 +145,17 @@ ACCEPTED_ANSWER_LABEL = "Accepted by the asker"
 _PROVENANCE = dict(LinkProvenance.choices)
 
 
-def fix_evidence(item: Item) -> list[FixEvidence]:
+def fix_evidence(item: Item, comments: Iterable[ItemComment] | None = None) -> list[FixEvidence]:
     """The item's fix evidence in the order it happened; a Stack Exchange question's accepted answer.
 
-    Uses `item.links` and `item.comments` as prefetched when they are (the API prefetches both).
+    Uses `item.links` and `item.comments` as prefetched when they are (the API prefetches both);
+    `comments`, when given, are the item's comments a page has already read.
     """
     evidence = [_from_link(link) for link in item.links.all()]
     if item.source in (Source.STACKOVERFLOW, Source.STACKEXCHANGE):
-        evidence.extend(
-            _accepted_answer(item, comment) for comment in item.comments.all() if comment.is_accepted
-        )
+        thread = item.comments.all() if comments is None else comments
+        accepted = [comment for comment in thread if comment.is_accepted]
+        evidence.extend(_accepted_answer(item, comment) for comment in accepted)
     return evidence
 
 
@@ -202,7 +210,7 @@ class LinkError(ValueError):
     """A link that cannot be added or removed; the message says why, in the lead's terms."""
 
 
-def add_manual_link(item: Item, url: str, user: User, read: Callable[[str], LinkRecord]) -> ItemLink:
+def add_manual_link(item: Item, url: str, user: User | None, read: Callable[[str], LinkRecord]) -> ItemLink:
     """Add the pull request or commit at `url` to the item's fix evidence, provenance `manual`.
 
     `read` fetches it (title, state, files; `GitHubClient.link_for_url`) and raises ValueError for a URL
