@@ -18,10 +18,12 @@ from django.core.files.uploadedfile import UploadedFile
 
 from .models import ImportKind, Relevance, Source
 from .params import (
+    GITLAB_API,
     FileParams,
     GitHubQueryParams,
     GitHubRepoParams,
     GitHubUrlsParams,
+    GitLabParams,
     ImportParams,
     SoDumpParams,
     StackExchangeParams,
@@ -217,6 +219,69 @@ class GitHubImportForm(ImportForm):
         return GitHubUrlsParams(urls=tuple(split_lines(data["urls"])), **common)
 
 
+class GitLabImportForm(ImportForm):
+    """A GitLab project's issues, or issue URLs. The API is one of settings.GITLAB_API_URLS: a lead never
+    points the worker (and its GITLAB_TOKEN) at a host the operator did not list."""
+
+    kind = ImportKind.GITLAB
+
+    api_url = forms.ChoiceField(
+        label="GitLab instance", help_text="gitlab.com or an instance the operator listed."
+    )
+    project = forms.CharField(
+        required=False, label="Project", help_text="group/name, e.g. gitlab-org/gitlab-runner"
+    )
+    state = forms.ChoiceField(
+        required=False, choices=[("all", "All"), ("opened", "Open"), ("closed", "Closed")], initial="all"
+    )
+    labels = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="With all labels"
+    )
+    since = forms.DateField(
+        required=False, label="Updated since", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    urls = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Or issue URLs",
+        help_text="One per line, instead of a project. Issues that cannot be fetched are reported.",
+    )
+    no_comments = forms.BooleanField(required=False, label="Do not fetch notes")
+    no_links = forms.BooleanField(required=False, label="Do not fetch merge requests (fix evidence)")
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        urls = list(getattr(settings, "GITLAB_API_URLS", None) or [GITLAB_API])
+        self.fields["api_url"].choices = [(url, url) for url in urls]  # type: ignore[attr-defined]
+        self.fields["api_url"].initial = urls[0]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        project, urls = (data.get("project") or "").strip(), split_lines(data.get("urls") or "")
+        if bool(project) == bool(urls):
+            self.add_error("project", "Give a project (group/name) or a list of issue URLs, one of the two.")
+        elif project and not re.fullmatch(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+", project):
+            self.add_error("project", "Write the project as group/name (subgroups: group/sub/name).")
+        return data
+
+    def params(self) -> GitLabParams:
+        data = self.cleaned_data
+        since = data.get("since")
+        return GitLabParams(
+            project=(data.get("project") or "").strip(),
+            state=data.get("state") or "all",
+            labels=tuple(split_lines(data.get("labels") or "")),
+            since=since.isoformat() if since else "",
+            urls=tuple(split_lines(data.get("urls") or "")),
+            no_comments=bool(data.get("no_comments")),
+            no_links=bool(data.get("no_links")),
+            limit=data.get("limit"),
+            api_url="" if data["api_url"] == GITLAB_API else data["api_url"],
+            **self.screening_params(),
+        )
+
+
 class StackExchangeImportForm(ImportForm):
     kind = ImportKind.STACKEXCHANGE
     preset_prefix = "tosem23-stackoverflow"
@@ -296,6 +361,7 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.GITHUB: GitHubImportForm,
     ImportKind.STACKEXCHANGE: StackExchangeImportForm,
     ImportKind.SO_DUMP: SoDumpImportForm,
+    ImportKind.GITLAB: GitLabImportForm,
 }
 
 SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]

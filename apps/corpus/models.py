@@ -16,6 +16,7 @@ class Source(models.TextChoices):
     GITHUB = "github", "GitHub"
     STACKOVERFLOW = "stackoverflow", "Stack Overflow"
     STACKEXCHANGE = "stackexchange", "Stack Exchange (other site)"
+    GITLAB = "gitlab", "GitLab"
     FILE = "file", "File"
     OTHER = "other", "Other"
 
@@ -208,6 +209,7 @@ class ImportKind(models.TextChoices):
     GITHUB = "github", "GitHub REST API"
     STACKEXCHANGE = "stackexchange", "Stack Exchange API"
     SO_DUMP = "so_dump", "Stack Overflow data dump (Posts.xml)"
+    GITLAB = "gitlab", "GitLab REST API"
 
 
 class ImportJobQuerySet(models.QuerySet["ImportJob"]):

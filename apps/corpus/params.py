@@ -25,6 +25,9 @@ FILE = "file"
 GITHUB = "github"
 STACKEXCHANGE = "stackexchange"
 SO_DUMP = "so_dump"
+GITLAB = "gitlab"
+GITLAB_API = "https://gitlab.com/api/v4"
+GITLAB_STATES = ("all", "opened", "closed")
 
 GITHUB_API = "https://api.github.com"
 STACKEXCHANGE_API = "https://api.stackexchange.com/2.3"
@@ -221,6 +224,78 @@ def github_params_from_json(data: Mapping[str, Any]) -> GitHubParams:
 
 
 @dataclass(frozen=True)
+class GitLabParams:
+    """A GitLab project's issues (state, labels, updated since), or a list of issue URLs (the upload or
+    `urls`), with notes and linked merge requests."""
+
+    kind: ClassVar[str] = GITLAB
+
+    project: str = ""  # group/name; empty: the URLs
+    state: str = "all"
+    labels: tuple[str, ...] = ()
+    since: str = ""
+    urls: tuple[str, ...] = ()
+    no_comments: bool = False
+    no_links: bool = False
+    limit: int | None = None
+    api_url: str = ""  # empty: gitlab.com (GITLAB_API)
+    preset: str = ""
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def screening(self) -> Screening:
+        return Screening(self.preset, self.keywords)
+
+    @property
+    def endpoint(self) -> str:
+        return self.api_url or GITLAB_API
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "project": self.project,
+            "state": self.state,
+            "labels": list(self.labels),
+            "since": self.since,
+            "urls": list(self.urls),
+            "no_comments": self.no_comments,
+            "no_links": self.no_links,
+            "limit": self.limit,
+            **_screening_json(self),
+        }
+        if self.api_url:
+            out["api_url"] = self.api_url
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GitLabParams:
+        read = _Reader(
+            GITLAB,
+            data,
+            {"project", "state", "labels", "since", "urls", "no_comments", "no_links", "limit", "api_url",
+             "preset", "keywords"},
+        )  # fmt: skip
+        state = read.text("state") or "all"
+        if state not in GITLAB_STATES:
+            raise ImportParamsError(f"state must be one of {', '.join(GITLAB_STATES)}, not {state!r}")
+        project, urls = read.text("project").strip(), read.texts("urls")
+        if project and urls:
+            raise ImportParamsError("a GitLab import reads either a project or URLs, not both")
+        return cls(
+            project=project,
+            state=state,
+            labels=read.texts("labels"),
+            since=read.text("since"),
+            urls=urls,
+            no_comments=read.flag("no_comments"),
+            no_links=read.flag("no_links"),
+            limit=read.limit("limit"),
+            api_url=read.text("api_url"),
+            preset=read.text("preset"),
+            keywords=read.texts("keywords"),
+        )
+
+
+@dataclass(frozen=True)
 class StackExchangeParams:
     """Questions of a Stack Exchange site by tag, through its API, with their answers."""
 
@@ -329,8 +404,8 @@ class SoDumpParams:
         )
 
 
-ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams
-KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP)
+ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams
+KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB)
 
 
 def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
@@ -343,11 +418,13 @@ def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
         return StackExchangeParams.from_json(data)
     if kind == SO_DUMP:
         return SoDumpParams.from_json(data)
+    if kind == GITLAB:
+        return GitLabParams.from_json(data)
     raise ImportParamsError(f"unknown import kind {kind!r}")
 
 
 def _screening_json(
-    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams,
+    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams | GitLabParams,
 ) -> dict[str, Any]:
     return {"preset": params.preset, "keywords": list(params.keywords)}
 

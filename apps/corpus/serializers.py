@@ -119,13 +119,19 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
     keywords = serializers.ListField(child=serializers.CharField(), required=False)
     mode = serializers.ChoiceField(choices=["repo", "query", "urls"], required=False, help_text="GitHub.")
     repo = serializers.CharField(required=False, allow_blank=True, help_text="GitHub owner/name.")
-    state = serializers.ChoiceField(choices=["all", "open", "closed"], required=False)
+    state = serializers.ChoiceField(
+        choices=["all", "open", "opened", "closed"], required=False, help_text="GitHub: open; GitLab: opened."
+    )
     labels = serializers.ListField(child=serializers.CharField(), required=False)
     exclude_labels = serializers.ListField(child=serializers.CharField(), required=False)
     since = serializers.DateField(required=False)
     query = serializers.CharField(required=False, allow_blank=True)
     urls = serializers.ListField(child=serializers.CharField(), required=False)
     no_comments = serializers.BooleanField(required=False)
+    project = serializers.CharField(required=False, allow_blank=True, help_text="GitLab group/name.")
+    api_url = serializers.CharField(
+        required=False, help_text="GitLab: one of the instances the operator listed (GITLAB_API_URLS)."
+    )
     no_links = serializers.BooleanField(
         required=False, help_text="GitHub: skip linked pull requests and commits (fix evidence)."
     )

@@ -37,12 +37,16 @@ from apps.core.jobs import (
 from apps.core.models import JobStatus
 
 from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
+from ..gitlab import Failed as GitLabFailed
+from ..gitlab import GitLabClient, GitLabError, GitLabResult
+from ..gitlab import TokenRejected as GitLabTokenRejected
 from ..models import ImportJob
 from ..params import (
     FileParams,
     GitHubQueryParams,
     GitHubRepoParams,
     GitHubUrlsParams,
+    GitLabParams,
     ImportParams,
     ImportParamsError,
     Screening,
@@ -250,6 +254,8 @@ def run_import(
             _import_stackexchange(job, params, progress, key, session, pause)
         elif isinstance(params, SoDumpParams):
             _import_so_dump(job, params, progress)
+        elif isinstance(params, GitLabParams):
+            _import_gitlab(job, params, progress, env.get("GITLAB_TOKEN") or None, session, pause)
         else:
             _import_github(job, params, progress, env.get("GITHUB_TOKEN") or None, session, pause)
         summary = summarize(job)
@@ -450,7 +456,7 @@ def read_url_list(path: str | Path) -> list[str]:
 
 
 def _github_records(
-    results: Iterable[GitHubResult], job: ImportJob, progress: JobProgress
+    results: Iterable[GitHubResult | GitLabResult], job: ImportJob, progress: JobProgress
 ) -> Iterator[ItemRecord]:
     """Records for the upsert; skips and failures are counted on the job as they pass."""
     for result in results:
@@ -459,11 +465,44 @@ def _github_records(
             rule = "pull_request" if result.reason == "pull request" else "labels_exclude"
             job.filtered += 1
             job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
-        elif isinstance(result, Failed):
+        elif isinstance(result, Failed | GitLabFailed):
             job.failed += 1
             add_error(job, result.url, None, result.status, result.message)
         else:
             yield result
+
+
+def _import_gitlab(
+    job: ImportJob,
+    params: GitLabParams,
+    progress: JobProgress,
+    token: str | None,
+    session: Any,
+    sleep: Callable[[float], None],
+) -> None:
+    """A GitLab project's issues, or a URL list, with notes and merge requests (see `corpus.gitlab`)."""
+    rules = _rules_or_fail(params.screening)
+    client = GitLabClient(params.endpoint, token, session=session, sleep=sleep, on_wait=progress.wait)
+    comments, links = not params.no_comments, not params.no_links
+    try:
+        if params.project:
+            progress.note(f"Reading issues of {params.project}…")
+            results = client.project_issues(
+                params.project, state=params.state, labels=params.labels, since=params.since or None,
+                comments=comments, links=links, limit=params.limit,
+            )  # fmt: skip
+        else:
+            urls = list(params.urls) or read_url_list(job.upload)
+            progress.set_total(len(urls))
+            progress.note(f"Fetching {len(urls)} issues…")
+            results = client.hydrate(urls, comments=comments, links=links, limit=params.limit)
+        upsert_records(
+            job.study, _github_records(results, job, progress), job, rules=rules, replace_comments=comments
+        )
+    except GitLabTokenRejected:
+        raise JobFailed("token rejected: GitLab answered 401 Unauthorized; check GITLAB_TOKEN") from None
+    except (GitLabError, ValueError) as exc:
+        raise JobFailed(f"GitLab import stopped: {exc}") from None
 
 
 def _import_stackexchange(
