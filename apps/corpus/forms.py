@@ -25,6 +25,7 @@ from .params import (
     GitHubUrlsParams,
     GitLabParams,
     ImportParams,
+    JiraParams,
     SoDumpParams,
     StackExchangeParams,
 )
@@ -282,6 +283,37 @@ class GitLabImportForm(ImportForm):
         )
 
 
+class JiraImportForm(ImportForm):
+    """A Jira XML or JSON export file (the browser path; a JQL search through the API runs from the
+    command line, where the operator gives the site and the worker's JIRA_TOKEN is meant for it)."""
+
+    kind = ImportKind.JIRA
+
+    file = forms.FileField(label="Jira export", help_text="The XML (RSS) or JSON export of an issue search.")
+    api_url = forms.URLField(
+        required=False,
+        label="Jira site",
+        help_text="Only for a JSON export without 'self' URLs, e.g. https://issues.apache.org/jira.",
+    )
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
+
+    def clean_file(self) -> UploadedFile[bytes] | None:
+        return check_upload(self.cleaned_data.get("file"), (".xml", ".json"))
+
+    def params(self) -> JiraParams:
+        data = self.cleaned_data
+        return JiraParams(
+            api_url=data.get("api_url") or "",
+            filename=Path(data["file"].name or "").name,
+            limit=data.get("limit"),
+            **self.screening_params(),
+        )
+
+    def upload(self) -> UploadedFile[bytes] | None:
+        file: UploadedFile[bytes] | None = self.cleaned_data.get("file")
+        return file
+
+
 class StackExchangeImportForm(ImportForm):
     kind = ImportKind.STACKEXCHANGE
     preset_prefix = "tosem23-stackoverflow"
@@ -362,6 +394,7 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.STACKEXCHANGE: StackExchangeImportForm,
     ImportKind.SO_DUMP: SoDumpImportForm,
     ImportKind.GITLAB: GitLabImportForm,
+    ImportKind.JIRA: JiraImportForm,
 }
 
 SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]

@@ -17,6 +17,7 @@ class Source(models.TextChoices):
     STACKOVERFLOW = "stackoverflow", "Stack Overflow"
     STACKEXCHANGE = "stackexchange", "Stack Exchange (other site)"
     GITLAB = "gitlab", "GitLab"
+    JIRA = "jira", "Jira"
     FILE = "file", "File"
     OTHER = "other", "Other"
 
@@ -210,6 +211,7 @@ class ImportKind(models.TextChoices):
     STACKEXCHANGE = "stackexchange", "Stack Exchange API"
     SO_DUMP = "so_dump", "Stack Overflow data dump (Posts.xml)"
     GITLAB = "gitlab", "GitLab REST API"
+    JIRA = "jira", "Jira (REST API or export file)"
 
 
 class ImportJobQuerySet(models.QuerySet["ImportJob"]):

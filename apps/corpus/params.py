@@ -26,6 +26,7 @@ GITHUB = "github"
 STACKEXCHANGE = "stackexchange"
 SO_DUMP = "so_dump"
 GITLAB = "gitlab"
+JIRA = "jira"
 GITLAB_API = "https://gitlab.com/api/v4"
 GITLAB_STATES = ("all", "opened", "closed")
 
@@ -296,6 +297,49 @@ class GitLabParams:
 
 
 @dataclass(frozen=True)
+class JiraParams:
+    """Jira issues of a JQL query through the REST API at `api_url` (Server/Data Center or Cloud), or, with
+    no query, the export file (XML or JSON) uploaded with the job (`api_url` then only names the site)."""
+
+    kind: ClassVar[str] = JIRA
+
+    jql: str = ""
+    api_url: str = ""
+    filename: str = ""
+    limit: int | None = None
+    preset: str = ""
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def screening(self) -> Screening:
+        return Screening(self.preset, self.keywords)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jql": self.jql,
+            "api_url": self.api_url,
+            "filename": self.filename,
+            "limit": self.limit,
+            **_screening_json(self),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JiraParams:
+        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords"})
+        jql, api_url = read.text("jql").strip(), read.text("api_url").strip()
+        if jql and not api_url:
+            raise ImportParamsError("a Jira query import needs the option api_url (the Jira site)")
+        return cls(
+            jql=jql,
+            api_url=api_url,
+            filename=read.text("filename"),
+            limit=read.limit("limit"),
+            preset=read.text("preset"),
+            keywords=read.texts("keywords"),
+        )
+
+
+@dataclass(frozen=True)
 class StackExchangeParams:
     """Questions of a Stack Exchange site by tag, through its API, with their answers."""
 
@@ -404,8 +448,8 @@ class SoDumpParams:
         )
 
 
-ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams
-KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB)
+ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams
+KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB, JIRA)
 
 
 def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
@@ -420,11 +464,13 @@ def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
         return SoDumpParams.from_json(data)
     if kind == GITLAB:
         return GitLabParams.from_json(data)
+    if kind == JIRA:
+        return JiraParams.from_json(data)
     raise ImportParamsError(f"unknown import kind {kind!r}")
 
 
 def _screening_json(
-    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams | GitLabParams,
+    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams,
 ) -> dict[str, Any]:
     return {"preset": params.preset, "keywords": list(params.keywords)}
 
