@@ -14,7 +14,7 @@ from rest_framework import serializers
 from apps.core.api import QueryFlag
 from apps.core.jobs import display_status
 
-from .models import ImportJob, ImportKind, Item, ItemComment, LinkKind, Relevance, Source
+from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source
 from .services.links import fix_evidence
 
 
@@ -47,7 +47,7 @@ class LinkSerializer(serializers.Serializer[Any]):
     `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, or accepted_answer (an
     accepted Stack Exchange answer, which is one of the item's answers rather than a stored link)."""
 
-    kind = serializers.ChoiceField(choices=LinkKind.choices)
+    kind = serializers.CharField(help_text="pull_request, commit, merge_request or answer.")
     url = serializers.URLField()
     title = serializers.CharField()
     state = serializers.CharField()

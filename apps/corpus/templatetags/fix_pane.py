@@ -17,6 +17,8 @@ register = template.Library()
 
 
 @register.simple_tag
-def fix_evidence_for(item: Item, comments: Iterable[ItemComment] | None = None) -> list[FixEvidence]:
+def fix_evidence_for(item: Item, comments: Iterable[ItemComment] | str | None = None) -> list[FixEvidence]:
     """`comments`: the thread the page already read (its QuerySet is evaluated once, then cached)."""
-    return fix_evidence(item, comments or None)
+    # A page without `comments` passes "" (the template engine's missing value): read them here then.
+    # An empty thread is still the thread: no second query for an item without comments.
+    return fix_evidence(item, None if isinstance(comments, str) else comments)
