@@ -108,7 +108,7 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
 
     kind = serializers.ChoiceField(choices=ImportKind.choices)
     file = serializers.FileField(
-        required=False, help_text="kind=file (.csv/.json/.jsonl/.txt) or so_dump (.xml)."
+        required=False, help_text="kind=file (.csv/.json/.jsonl/.txt), so_dump (.xml), jira (.xml/.json)."
     )
     format = serializers.CharField(
         required=False,

@@ -262,3 +262,21 @@ def test_a_lead_uploads_a_jira_export_on_the_import_page(
     assert (job.kind, job.status, job.created, job.params["filename"]) == (
         "jira", JobStatus.SUCCEEDED, 2, "jira_export_mesos.xml",
     )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_jira_export_upload(
+    study: Study, lead: Any, client: Any, upload_root: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(lead)
+    url = f"/api/v1/studies/{study.slug}/imports/"
+    with (
+        (SAMPLES / "jira_export_mesos.xml").open("rb") as handle,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        response = client.post(url, {"kind": "jira", "file": handle})
+    refused = client.post(url, {"kind": "jira"})
+
+    assert response.status_code in (201, 202), response.json()
+    assert Item.objects.filter(source="jira").count() == 2
+    assert refused.status_code == 400 and "file" in str(refused.json())
