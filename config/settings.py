@@ -194,6 +194,9 @@ STORAGES = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_IMPORT_UPLOAD_BYTES = env.int("MAX_IMPORT_UPLOAD_BYTES", default=200 * 1024 * 1024)
+# The GitLab instances the import page offers (the worker sends GITLAB_TOKEN to the one picked); the first
+# is the default. Add a self-managed instance's API root, e.g. https://gitlab.example.org/api/v4.
+GITLAB_API_URLS = env.list("GITLAB_API_URLS", default=["https://gitlab.com/api/v4"])
 
 # Security headers. CSP: no inline script anywhere; htmx is vendored and loaded from 'self'.
 from django.utils.csp import CSP  # noqa: E402

@@ -66,7 +66,9 @@ class ItemDetail(StudyAPIView):
 
     @extend_schema(responses=ItemSerializer, operation_id="item_detail")
     def get(self, request: Request, slug: str, pk: int) -> Response:
-        item = get_object_or_404(Item.objects.in_study(self.study).prefetch_related("comments"), pk=pk)
+        item = get_object_or_404(
+            Item.objects.in_study(self.study).prefetch_related("comments", "links"), pk=pk
+        )
         ensure_rendered(item)
         return Response(ItemSerializer(item).data)
 

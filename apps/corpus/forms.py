@@ -18,11 +18,14 @@ from django.core.files.uploadedfile import UploadedFile
 
 from .models import ImportKind, Relevance, Source
 from .params import (
+    GITLAB_API,
     FileParams,
     GitHubQueryParams,
     GitHubRepoParams,
     GitHubUrlsParams,
+    GitLabParams,
     ImportParams,
+    JiraParams,
     SoDumpParams,
     StackExchangeParams,
 )
@@ -175,6 +178,11 @@ class GitHubImportForm(ImportForm):
         help_text="One per line. Issues that cannot be fetched are reported and the rest imported.",
     )
     no_comments = forms.BooleanField(required=False, label="Do not fetch comments")
+    no_links = forms.BooleanField(
+        required=False,
+        label="Do not fetch linked pull requests and commits",
+        help_text="By default each issue's timeline is read for the pull requests and commits that fixed it.",
+    )
     limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
 
     def clean(self) -> dict[str, Any]:
@@ -194,6 +202,7 @@ class GitHubImportForm(ImportForm):
         common: dict[str, Any] = {
             "exclude_labels": tuple(split_lines(data["exclude_labels"])),
             "no_comments": bool(data.get("no_comments")),
+            "no_links": bool(data.get("no_links")),
             "limit": data.get("limit"),
             **self.screening_params(),
         }
@@ -209,6 +218,100 @@ class GitHubImportForm(ImportForm):
         if mode == "query":
             return GitHubQueryParams(query=data["query"].strip(), **common)
         return GitHubUrlsParams(urls=tuple(split_lines(data["urls"])), **common)
+
+
+class GitLabImportForm(ImportForm):
+    """A GitLab project's issues, or issue URLs. The API is one of settings.GITLAB_API_URLS: a lead never
+    points the worker (and its GITLAB_TOKEN) at a host the operator did not list."""
+
+    kind = ImportKind.GITLAB
+
+    api_url = forms.ChoiceField(
+        label="GitLab instance", help_text="gitlab.com or an instance the operator listed."
+    )
+    project = forms.CharField(
+        required=False, label="Project", help_text="group/name, e.g. gitlab-org/gitlab-runner"
+    )
+    state = forms.ChoiceField(
+        required=False, choices=[("all", "All"), ("opened", "Open"), ("closed", "Closed")], initial="all"
+    )
+    labels = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="With all labels"
+    )
+    since = forms.DateField(
+        required=False, label="Updated since", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    urls = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Or issue URLs",
+        help_text="One per line, instead of a project. Issues that cannot be fetched are reported.",
+    )
+    no_comments = forms.BooleanField(required=False, label="Do not fetch notes")
+    no_links = forms.BooleanField(required=False, label="Do not fetch merge requests (fix evidence)")
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        urls = list(getattr(settings, "GITLAB_API_URLS", None) or [GITLAB_API])
+        self.fields["api_url"].choices = [(url, url) for url in urls]  # type: ignore[attr-defined]
+        self.fields["api_url"].initial = urls[0]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        project, urls = (data.get("project") or "").strip(), split_lines(data.get("urls") or "")
+        if bool(project) == bool(urls):
+            self.add_error("project", "Give a project (group/name) or a list of issue URLs, one of the two.")
+        elif project and not re.fullmatch(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+", project):
+            self.add_error("project", "Write the project as group/name (subgroups: group/sub/name).")
+        return data
+
+    def params(self) -> GitLabParams:
+        data = self.cleaned_data
+        since = data.get("since")
+        return GitLabParams(
+            project=(data.get("project") or "").strip(),
+            state=data.get("state") or "all",
+            labels=tuple(split_lines(data.get("labels") or "")),
+            since=since.isoformat() if since else "",
+            urls=tuple(split_lines(data.get("urls") or "")),
+            no_comments=bool(data.get("no_comments")),
+            no_links=bool(data.get("no_links")),
+            limit=data.get("limit"),
+            api_url="" if data["api_url"] == GITLAB_API else data["api_url"],
+            **self.screening_params(),
+        )
+
+
+class JiraImportForm(ImportForm):
+    """A Jira XML or JSON export file (the browser path; a JQL search through the API runs from the
+    command line, where the operator gives the site and the worker's JIRA_TOKEN is meant for it)."""
+
+    kind = ImportKind.JIRA
+
+    file = forms.FileField(label="Jira export", help_text="The XML (RSS) or JSON export of an issue search.")
+    api_url = forms.URLField(
+        required=False,
+        label="Jira site",
+        help_text="Only for a JSON export without 'self' URLs, e.g. https://issues.apache.org/jira.",
+    )
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
+
+    def clean_file(self) -> UploadedFile[bytes] | None:
+        return check_upload(self.cleaned_data.get("file"), (".xml", ".json"))
+
+    def params(self) -> JiraParams:
+        data = self.cleaned_data
+        return JiraParams(
+            api_url=data.get("api_url") or "",
+            filename=Path(data["file"].name or "").name,
+            limit=data.get("limit"),
+            **self.screening_params(),
+        )
+
+    def upload(self) -> UploadedFile[bytes] | None:
+        file: UploadedFile[bytes] | None = self.cleaned_data.get("file")
+        return file
 
 
 class StackExchangeImportForm(ImportForm):
@@ -290,6 +393,8 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.GITHUB: GitHubImportForm,
     ImportKind.STACKEXCHANGE: StackExchangeImportForm,
     ImportKind.SO_DUMP: SoDumpImportForm,
+    ImportKind.GITLAB: GitLabImportForm,
+    ImportKind.JIRA: JiraImportForm,
 }
 
 SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]

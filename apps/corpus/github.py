@@ -1,4 +1,4 @@
-"""GitHub REST client for importing issues, and the conversion of issue objects to records.
+"""GitHub REST client: issues with their comments and fix evidence (linked pull requests and commits).
 
 Pure module (no Django; talks HTTP through ``requests``). :class:`GitHubClient` yields, for every
 issue it meets, an :class:`ItemRecord` (issue with its comments), a :class:`Skipped` (a pull
@@ -19,13 +19,17 @@ Behaviour at the network boundary (docs/design.md §4):
   run out otherwise raise :class:`GitHubUnavailable`); while hydrating a URL list an issue whose
   body stays invalid, or that answers ``404``/``410``/``451``, becomes a :class:`Failed` and the
   rest continue;
-- ``401`` raises :class:`TokenRejected`; any other ``4xx`` raises :class:`GitHubError`.
+- ``401`` raises :class:`TokenRejected`; any other ``4xx`` raises :class:`GitHubError`;
+- with ``links=True`` each issue also costs one timeline read (paginated) and one read per linked pull
+  request (its files) or commit (:meth:`GitHubClient.links_of`, :mod:`.github_links`); a linked pull
+  request or commit that is gone becomes a link with a note, not a failed issue.
 
 The token is never put in an exception message, a log line, ``repr(client)`` or a record.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,15 +41,29 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from apps.corpus.records import (
-    SOURCE_GITHUB,
-    CommentRecord,
     ItemRecord,
+    LinkRecord,
     canonical_url,
+    github_commit_ref,
     github_issue_ref,
+    github_pull_ref,
     parse_timestamp,
 )
 from apps.corpus.screening import first_matching_label
 
+from .github_links import (
+    Candidate,
+    closes_issue,
+    commit_title,
+    file_changes,
+    timeline_candidates,
+    truncation_note,
+)
+from .github_records import _repo_of
+from .github_records import comment_to_record as comment_to_record
+from .github_records import is_issue_object as is_issue_object
+from .github_records import is_pull_request as is_pull_request
+from .github_records import issue_to_record as issue_to_record
 from .http import (
     DEFAULT_MAX_WAIT,
     DEFAULT_TIMEOUT,
@@ -65,6 +83,7 @@ SEARCH_RESULT_CAP = 1000
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SECONDARY_LIMIT_WAIT = 60.0
 _NOT_FOUND_STATUSES = (404, 410, 451)
+_KIND_NAMES = {"pull_request": "pull request", "commit": "commit"}
 
 
 class GitHubError(Exception):
@@ -109,102 +128,6 @@ class Failed:
 
 
 GitHubResult = ItemRecord | Skipped | Failed
-
-
-def is_issue_object(data: Mapping[str, Any]) -> bool:
-    """True for a GitHub REST issue (or pull request) object."""
-    return "html_url" in data and "number" in data and ("repository_url" in data or "user" in data)
-
-
-def is_pull_request(issue: Mapping[str, Any]) -> bool:
-    """GitHub returns pull requests among issues, marked by a ``pull_request`` object with URLs.
-
-    The 2012-era API put a ``pull_request`` stub with null URLs on *every* issue, so the key alone
-    does not make a pull request: one of its URLs must be set.
-    """
-    marker = issue.get("pull_request")
-    if not isinstance(marker, Mapping):
-        return marker is not None
-    return any(marker.get(k) for k in ("html_url", "url", "diff_url", "patch_url"))
-
-
-def _login(user: object) -> str:
-    if isinstance(user, Mapping) and isinstance(user.get("login"), str):
-        return str(user["login"])
-    return "ghost"  # GitHub's name for a deleted account
-
-
-def _timestamp(value: object) -> datetime | None:
-    if isinstance(value, str | int | float) and not isinstance(value, bool) and value != "":
-        return parse_timestamp(value)
-    return None
-
-
-def _repo_of(issue: Mapping[str, Any]) -> str:
-    ref = github_issue_ref(str(issue["html_url"]))
-    if ref is not None:
-        return f"{ref[0]}/{ref[1]}"
-    # GitHub Enterprise: html_url is on another host; repository_url ends with /repos/<owner>/<repo>.
-    parts = str(issue.get("repository_url", "")).rstrip("/").split("/")
-    if len(parts) >= 2 and parts[-2] and parts[-1]:
-        return f"{parts[-2]}/{parts[-1]}".lower()
-    raise ValueError(f"cannot tell the repository of {issue['html_url']!r}")
-
-
-def comment_to_record(comment: Mapping[str, Any]) -> CommentRecord:
-    """A GitHub issue comment object as a :class:`CommentRecord` (Markdown body)."""
-    return CommentRecord(
-        external_id=str(comment["id"]),
-        author=_login(comment.get("user")),
-        body=str(comment.get("body") or ""),
-        body_format="markdown",
-        created_at=_timestamp(comment.get("created_at")),
-    )
-
-
-def issue_to_record(issue: Mapping[str, Any], comments: Iterable[Mapping[str, Any]] = ()) -> ItemRecord:
-    """A GitHub REST issue object (and its comment objects) as an :class:`ItemRecord`.
-
-    ``tags`` are the label names; ``raw`` is ``{"issue": issue, "comments": [...]}``.
-    Raises ``KeyError``/``ValueError`` when ``html_url`` or ``number`` is missing or unusable.
-    """
-    html_url = str(issue["html_url"])
-    number = int(issue["number"])
-    repo = _repo_of(issue)
-    labels = [
-        str(label["name"]) if isinstance(label, Mapping) else str(label)
-        for label in issue.get("labels") or []
-    ]
-    comment_list = [dict(comment) for comment in comments]
-    milestone = issue.get("milestone")
-    metadata: dict[str, Any] = {
-        "repo": repo,
-        "number": number,
-        "state": issue.get("state"),
-        "state_reason": issue.get("state_reason"),
-        "author": _login(issue.get("user")),
-        "author_association": issue.get("author_association"),
-        "labels": labels,
-        "comments_count": issue.get("comments"),
-        "updated_at": issue.get("updated_at"),
-        "closed_at": issue.get("closed_at"),
-        "locked": issue.get("locked"),
-        "milestone": milestone.get("title") if isinstance(milestone, Mapping) else None,
-        "assignees": [_login(user) for user in issue.get("assignees") or []],
-    }
-    return ItemRecord(
-        url=canonical_url(html_url),
-        source=SOURCE_GITHUB,
-        external_id=f"{repo}#{number}",
-        title=str(issue.get("title") or "").strip(),
-        body=str(issue.get("body") or ""),
-        body_format="markdown",
-        created_at=_timestamp(issue.get("created_at")),
-        tags=labels,
-        metadata=metadata,
-        raw={"issue": dict(issue), "comments": comment_list},
-        comments=[comment_to_record(comment) for comment in comment_list],
-    )
 
 
 class GitHubClient:
@@ -266,6 +189,7 @@ class GitHubClient:
         exclude_labels: Sequence[str] = (),
         since: str | datetime | None = None,
         comments: bool = True,
+        links: bool = False,
         limit: int | None = None,
     ) -> Iterator[GitHubResult]:
         """Issues of ``owner/name`` (``GET /repos/{repo}/issues``), oldest first.
@@ -292,13 +216,16 @@ class GitHubClient:
                 moment = moment.replace(tzinfo=UTC)
             params["since"] = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         issues = self._paginate(f"{self.api_url}/repos/{repo}/issues", params, items_key=None)
-        yield from self._records(issues, comments=comments, exclude_labels=exclude_labels, limit=limit)
+        yield from self._records(
+            issues, comments=comments, links=links, exclude_labels=exclude_labels, limit=limit
+        )
 
     def search_issues(
         self,
         query: str,
         *,
         comments: bool = True,
+        links: bool = False,
         exclude_labels: Sequence[str] = (),
         limit: int | None = None,
     ) -> Iterator[GitHubResult]:
@@ -311,10 +238,17 @@ class GitHubClient:
             raise ValueError("the search query is empty")
         params = {"q": query, "per_page": str(self._page_size(limit))}
         issues = self._paginate(f"{self.api_url}/search/issues", params, items_key="items")
-        yield from self._records(issues, comments=comments, exclude_labels=exclude_labels, limit=limit)
+        yield from self._records(
+            issues, comments=comments, links=links, exclude_labels=exclude_labels, limit=limit
+        )
 
     def hydrate(
-        self, urls: Iterable[str], *, comments: bool = True, limit: int | None = None
+        self,
+        urls: Iterable[str],
+        *,
+        comments: bool = True,
+        links: bool = False,
+        limit: int | None = None,
     ) -> Iterator[GitHubResult]:
         """Fetch each issue URL (``GET /repos/o/r/issues/n``) with its comments.
 
@@ -340,6 +274,8 @@ class GitHubClient:
                     continue
                 comment_objects = self._comments_of(issue, owner, repo, number) if comments else []
                 record = issue_to_record(issue, comment_objects)
+                if links:
+                    record.links = self.links_of(owner, repo, number)
             except (NotFound, InvalidResponse) as exc:
                 yield Failed(url, str(exc), exc.status)
                 continue
@@ -360,6 +296,7 @@ class GitHubClient:
         comments: bool,
         exclude_labels: Sequence[str],
         limit: int | None,
+        links: bool = False,
     ) -> Iterator[GitHubResult]:
         produced = 0
         for issue in issues:
@@ -377,12 +314,15 @@ class GitHubClient:
                 yield Skipped(canonical_url(url), f"excluded label {excluded!r}")
                 continue
             comment_objects: list[dict[str, Any]] = []
+            ref = github_issue_ref(url)
+            owner, repo = _repo_of(issue).split("/", 1) if ref is None else (ref[0], ref[1])
             if comments:
-                ref = github_issue_ref(url)
-                owner, repo = _repo_of(issue).split("/", 1) if ref is None else (ref[0], ref[1])
                 comment_objects = self._comments_of(issue, owner, repo, int(issue["number"]))
             produced += 1
-            yield issue_to_record(issue, comment_objects)
+            record = issue_to_record(issue, comment_objects)
+            if links:
+                record.links = self.links_of(owner, repo, int(issue["number"]))
+            yield record
 
     def _comments_of(
         self, issue: Mapping[str, Any], owner: str, repo: str, number: int
@@ -391,6 +331,83 @@ class GitHubClient:
             return []  # the issue says it has none: spare the request
         url = f"{self.api_url}/repos/{owner}/{repo}/issues/{number}/comments"
         return list(self._paginate(url, {"per_page": "100"}, items_key=None))
+
+    def links_of(self, owner: str, repo: str, number: int) -> list[LinkRecord]:
+        """The pull requests and commits that fixed or referenced the issue (see :mod:`.github_links`).
+
+        One timeline read (paginated), then one read per linked pull request (its files, paginated)
+        or commit. A pull request or commit that is gone (404/410/451) or keeps answering invalid
+        JSON stays a link, with a note saying why its diff is missing.
+        """
+        timeline = f"{self.api_url}/repos/{owner}/{repo}/issues/{number}/timeline"
+        events = self._paginate(timeline, {"per_page": "100"}, items_key=None)
+        candidates = timeline_candidates(events, owner, repo, number)
+        return [self._link(candidate, owner, repo, number) for candidate in candidates]
+
+    def link_for_url(self, url: str) -> LinkRecord:
+        """A pull request or commit a person names by URL (provenance ``manual``), with its diff.
+
+        Raises ``ValueError`` for a URL that is neither a GitHub pull request nor a commit; a pull
+        request or commit that is gone comes back with a note instead of files.
+        """
+        pull, commit = github_pull_ref(url), github_commit_ref(url)
+        if pull is not None:
+            candidate = Candidate("pull_request", pull[0], pull[1], str(pull[2]), "manual", None)
+        elif commit is not None:
+            candidate = Candidate("commit", commit[0], commit[1], commit[2], "manual", None)
+        else:
+            raise ValueError(f"not a GitHub pull request or commit URL: {url[:200]!r}")
+        return self._link(candidate, "", "", 0)
+
+    def _pull_details(self, candidate: Candidate, base: str) -> None:
+        """Title, state and body of a pull request the timeline did not describe (one added by hand)."""
+        data, _ = self._get_json(f"{base}/pulls/{candidate.ref}")
+        if isinstance(data, dict):
+            candidate.title = str(data.get("title") or "")
+            candidate.body = str(data.get("body") or "")
+            candidate.merged = bool(data.get("merged_at"))
+            candidate.state = "merged" if candidate.merged else str(data.get("state") or "")
+
+    def _link(self, candidate: Candidate, owner: str, repo: str, number: int) -> LinkRecord:
+        base = f"{self.api_url}/repos/{candidate.owner}/{candidate.repo}"
+        if candidate.kind == "pull_request" and candidate.provenance == "manual":
+            with contextlib.suppress(NotFound, InvalidResponse):  # the files read below notes it
+                self._pull_details(candidate, base)
+        link = LinkRecord(
+            kind=candidate.kind,
+            url=candidate.url,
+            provenance=candidate.provenance,
+            title=candidate.title,
+            state=candidate.state,
+            body=candidate.body,
+            found_at=candidate.found_at,
+            metadata={"repo": f"{candidate.owner}/{candidate.repo}", "ref": candidate.ref},
+        )
+        if candidate.merged is not None:
+            link.metadata["merged"] = candidate.merged
+        left_out = 0
+        try:
+            if candidate.kind == "pull_request":
+                files = self._paginate(f"{base}/pulls/{candidate.ref}/files", {"per_page": "100"}, None)
+                link.files, left_out = file_changes(files)
+            else:
+                data, _ = self._get_json(f"{base}/commits/{candidate.ref}")
+                if not isinstance(data, dict):
+                    raise InvalidResponse(f"GET /repos/.../commits/{candidate.ref}: not a commit object")
+                commit = data["commit"] if isinstance(data.get("commit"), dict) else {}
+                message = str(commit.get("message") or "")
+                link.title, link.body, link.state = commit_title(message), message, "committed"
+                if link.provenance == "cross_reference" and closes_issue(message, owner, repo, number):
+                    link.provenance = "closing_keyword"
+                link.files, left_out = file_changes(data.get("files") or [])
+        except NotFound as exc:
+            link.note = f"GitHub answered {exc.status}: the {_KIND_NAMES[candidate.kind]} is gone or hidden"
+            return link
+        except InvalidResponse:
+            link.note = f"GitHub kept answering invalid JSON for this {_KIND_NAMES[candidate.kind]}"
+            return link
+        link.note = truncation_note(link.files, left_out)
+        return link
 
     def _paginate(
         self, url: str, params: Mapping[str, str] | None, items_key: str | None

@@ -16,6 +16,8 @@ class Source(models.TextChoices):
     GITHUB = "github", "GitHub"
     STACKOVERFLOW = "stackoverflow", "Stack Overflow"
     STACKEXCHANGE = "stackexchange", "Stack Exchange (other site)"
+    GITLAB = "gitlab", "GitLab"
+    JIRA = "jira", "Jira"
     FILE = "file", "File"
     OTHER = "other", "Other"
 
@@ -139,11 +141,77 @@ class ItemComment(models.Model):
         return f"{self.item_id}#{self.position}"
 
 
+class LinkKind(models.TextChoices):
+    PULL_REQUEST = "pull_request", "Pull request"
+    COMMIT = "commit", "Commit"
+    MERGE_REQUEST = "merge_request", "Merge request"
+    ANSWER = "answer", "Accepted answer"
+
+
+class LinkProvenance(models.TextChoices):
+    CLOSED_BY_COMMIT = "closed_by_commit", "Closed by this commit"
+    CROSS_REFERENCE = "cross_reference", "Cross-referenced"
+    CLOSING_KEYWORD = "closing_keyword", "Closing keyword (\u201cFixes #N\u201d)"
+    MANUAL = "manual", "Added by hand"
+
+
+class ItemLinkQuerySet(models.QuerySet["ItemLink"]):
+    def of_item(self, item: Item) -> ItemLinkQuerySet:
+        return self.filter(item=item)
+
+    def found(self) -> ItemLinkQuerySet:
+        """Links an importer found (the ones a re-import may replace); manual ones are kept."""
+        return self.exclude(provenance=LinkProvenance.MANUAL)
+
+
+class ItemLink(models.Model):
+    """Fix evidence of an item: a pull request, commit or merge request, with its files and patches.
+
+    `files` is a list of `{"filename", "additions", "deletions", "patch", "status", "truncated"}`;
+    patches are untrusted text, shown only through the diff renderer and the sanitizer. `note` says
+    what is missing (patches cut, a pull request that is gone). One row per (item, url).
+    """
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="links")
+    kind = models.CharField(max_length=16, choices=LinkKind.choices)
+    url = models.URLField(max_length=500)
+    title = models.CharField(max_length=500, blank=True)
+    state = models.CharField(max_length=32, blank=True)
+    body = models.TextField(blank=True)
+    provenance = models.CharField(max_length=24, choices=LinkProvenance.choices)
+    found_at = models.DateTimeField(null=True, blank=True, help_text="When the source says it happened.")
+    files = models.JSONField(default=list, blank=True)
+    note = models.CharField(max_length=500, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    added_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ItemLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["item", "found_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["item", "url"], name="itemlink_unique_url_per_item")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.url}"
+
+    @property
+    def additions(self) -> int:
+        return sum(int(f.get("additions") or 0) for f in self.files if isinstance(f, dict))
+
+    @property
+    def deletions(self) -> int:
+        return sum(int(f.get("deletions") or 0) for f in self.files if isinstance(f, dict))
+
+
 class ImportKind(models.TextChoices):
     FILE = "file", "File (CSV, JSON, JSONL, URL list)"
     GITHUB = "github", "GitHub REST API"
     STACKEXCHANGE = "stackexchange", "Stack Exchange API"
     SO_DUMP = "so_dump", "Stack Overflow data dump (Posts.xml)"
+    GITLAB = "gitlab", "GitLab REST API"
+    JIRA = "jira", "Jira (REST API or export file)"
 
 
 class ImportJobQuerySet(models.QuerySet["ImportJob"]):

@@ -25,6 +25,10 @@ FILE = "file"
 GITHUB = "github"
 STACKEXCHANGE = "stackexchange"
 SO_DUMP = "so_dump"
+GITLAB = "gitlab"
+JIRA = "jira"
+GITLAB_API = "https://gitlab.com/api/v4"
+GITLAB_STATES = ("all", "opened", "closed")
 
 GITHUB_API = "https://api.github.com"
 STACKEXCHANGE_API = "https://api.stackexchange.com/2.3"
@@ -89,6 +93,7 @@ class _GitHubCommon:
 
     exclude_labels: tuple[str, ...] = ()
     no_comments: bool = False
+    no_links: bool = False  # True: no timeline, pull request or commit reads (no fix evidence)
     limit: int | None = None
     api_url: str = ""  # empty: the public API (GITHUB_API)
     preset: str = ""
@@ -116,6 +121,8 @@ class _GitHubCommon:
             "limit": self.limit,
             **_screening_json(self),
         }
+        if self.no_links:  # left out when off, as jobs recorded before links existed have no such key
+            out["no_links"] = True
         out.update(mode_fields)
         if self.api_url:
             out["api_url"] = self.api_url
@@ -126,6 +133,7 @@ class _GitHubCommon:
         return {
             "exclude_labels": read.texts("exclude_labels"),
             "no_comments": read.flag("no_comments"),
+            "no_links": read.flag("no_links"),
             "limit": read.limit("limit"),
             "api_url": read.text("api_url"),
             "preset": read.text("preset"),
@@ -174,8 +182,8 @@ class GitHubUrlsParams(_GitHubCommon):
 
 GitHubParams = GitHubRepoParams | GitHubQueryParams | GitHubUrlsParams
 _GITHUB_KEYS = {
-    "mode", "repo", "state", "labels", "exclude_labels", "since", "query", "urls", "no_comments", "limit",
-    "api_url", "preset", "keywords",
+    "mode", "repo", "state", "labels", "exclude_labels", "since", "query", "urls", "no_comments", "no_links",
+    "limit", "api_url", "preset", "keywords",
 }  # fmt: skip
 
 
@@ -214,6 +222,121 @@ def github_params_from_json(data: Mapping[str, Any]) -> GitHubParams:
     if mode:
         raise ImportParamsError(f"unknown GitHub mode {mode!r} (known: repo, query, urls)")
     raise ImportParamsError("a GitHub import needs one of the options repo, query or urls")
+
+
+@dataclass(frozen=True)
+class GitLabParams:
+    """A GitLab project's issues (state, labels, updated since), or a list of issue URLs (the upload or
+    `urls`), with notes and linked merge requests."""
+
+    kind: ClassVar[str] = GITLAB
+
+    project: str = ""  # group/name; empty: the URLs
+    state: str = "all"
+    labels: tuple[str, ...] = ()
+    since: str = ""
+    urls: tuple[str, ...] = ()
+    no_comments: bool = False
+    no_links: bool = False
+    limit: int | None = None
+    api_url: str = ""  # empty: gitlab.com (GITLAB_API)
+    preset: str = ""
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def screening(self) -> Screening:
+        return Screening(self.preset, self.keywords)
+
+    @property
+    def endpoint(self) -> str:
+        return self.api_url or GITLAB_API
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "project": self.project,
+            "state": self.state,
+            "labels": list(self.labels),
+            "since": self.since,
+            "urls": list(self.urls),
+            "no_comments": self.no_comments,
+            "no_links": self.no_links,
+            "limit": self.limit,
+            **_screening_json(self),
+        }
+        if self.api_url:
+            out["api_url"] = self.api_url
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GitLabParams:
+        read = _Reader(
+            GITLAB,
+            data,
+            {"project", "state", "labels", "since", "urls", "no_comments", "no_links", "limit", "api_url",
+             "preset", "keywords"},
+        )  # fmt: skip
+        state = read.text("state") or "all"
+        if state not in GITLAB_STATES:
+            raise ImportParamsError(f"state must be one of {', '.join(GITLAB_STATES)}, not {state!r}")
+        project, urls = read.text("project").strip(), read.texts("urls")
+        if project and urls:
+            raise ImportParamsError("a GitLab import reads either a project or URLs, not both")
+        return cls(
+            project=project,
+            state=state,
+            labels=read.texts("labels"),
+            since=read.text("since"),
+            urls=urls,
+            no_comments=read.flag("no_comments"),
+            no_links=read.flag("no_links"),
+            limit=read.limit("limit"),
+            api_url=read.text("api_url"),
+            preset=read.text("preset"),
+            keywords=read.texts("keywords"),
+        )
+
+
+@dataclass(frozen=True)
+class JiraParams:
+    """Jira issues of a JQL query through the REST API at `api_url` (Server/Data Center or Cloud), or, with
+    no query, the export file (XML or JSON) uploaded with the job (`api_url` then only names the site)."""
+
+    kind: ClassVar[str] = JIRA
+
+    jql: str = ""
+    api_url: str = ""
+    filename: str = ""
+    limit: int | None = None
+    preset: str = ""
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def screening(self) -> Screening:
+        return Screening(self.preset, self.keywords)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jql": self.jql,
+            "api_url": self.api_url,
+            "filename": self.filename,
+            "limit": self.limit,
+            **_screening_json(self),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JiraParams:
+        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords"})
+        jql, api_url = read.text("jql").strip(), read.text("api_url").strip()
+        if jql and not api_url:
+            raise ImportParamsError("a Jira query import needs the option api_url (the Jira site)")
+        return cls(
+            jql=jql,
+            api_url=api_url,
+            filename=read.text("filename"),
+            limit=read.limit("limit"),
+            preset=read.text("preset"),
+            keywords=read.texts("keywords"),
+        )
 
 
 @dataclass(frozen=True)
@@ -325,8 +448,8 @@ class SoDumpParams:
         )
 
 
-ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams
-KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP)
+ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams
+KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB, JIRA)
 
 
 def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
@@ -339,11 +462,15 @@ def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
         return StackExchangeParams.from_json(data)
     if kind == SO_DUMP:
         return SoDumpParams.from_json(data)
+    if kind == GITLAB:
+        return GitLabParams.from_json(data)
+    if kind == JIRA:
+        return JiraParams.from_json(data)
     raise ImportParamsError(f"unknown import kind {kind!r}")
 
 
 def _screening_json(
-    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams,
+    params: FileParams | _GitHubCommon | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams,
 ) -> dict[str, Any]:
     return {"preset": params.preset, "keywords": list(params.keywords)}
 

@@ -47,6 +47,55 @@ class CommentRecord:
     score: int | None = None
 
 
+LinkKind = Literal["pull_request", "commit", "merge_request", "answer"]
+LINK_KINDS: tuple[LinkKind, ...] = ("pull_request", "commit", "merge_request", "answer")
+Provenance = Literal["closed_by_commit", "cross_reference", "closing_keyword", "manual"]
+PROVENANCES: tuple[Provenance, ...] = ("closed_by_commit", "cross_reference", "closing_keyword", "manual")
+
+
+@dataclass(slots=True)
+class FileChange:
+    """One file of a pull request or commit: its unified-diff ``patch`` (maybe cut, see ``truncated``)."""
+
+    filename: str
+    additions: int = 0
+    deletions: int = 0
+    patch: str = ""
+    status: str = ""
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename,
+            "additions": self.additions,
+            "deletions": self.deletions,
+            "patch": self.patch,
+            "status": self.status,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(slots=True)
+class LinkRecord:
+    """Fix evidence of an item: a pull request, commit or merge request that changed the code for it.
+
+    ``provenance`` says how it was found (a closing commit, a cross-reference, a closing keyword such
+    as "Fixes #12" in a pull request's body, or a person adding it by hand), ``found_at`` when the
+    source says it happened. ``note`` explains what is missing (patches cut, a pull request gone).
+    """
+
+    kind: LinkKind
+    url: str
+    provenance: Provenance
+    title: str = ""
+    state: str = ""
+    body: str = ""
+    found_at: datetime | None = None
+    files: list[FileChange] = field(default_factory=list)
+    note: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class ItemRecord:
     """One mined item (issue or question) as an importer yields it, before it touches the database."""
@@ -62,6 +111,8 @@ class ItemRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
     comments: list[CommentRecord] = field(default_factory=list)
+    # None: the importer did not look for links (``--no-links``), so the stored ones stay as they are.
+    links: list[LinkRecord] | None = None
 
     @property
     def has_accepted_answer(self) -> bool:
@@ -90,6 +141,8 @@ _STACKEXCHANGE_HOSTS = frozenset(
 )
 _GITHUB_ISSUE_PATH = re.compile(r"^/([^/]+)/([^/]+)/(?:issues|pull|pulls)/(\d+)(?:/.*)?$")
 _GITHUB_API_ISSUE_PATH = re.compile(r"^(?:/api/v3)?/repos/([^/]+)/([^/]+)/(?:issues|pulls)/(\d+)/?$")
+_GITHUB_COMMIT_PATH = re.compile(r"^/([^/]+)/([^/]+)/(?:pull/\d+/)?commits?/([0-9a-fA-F]{7,40})/?$")
+_GITHUB_PULL_PATH = re.compile(r"^/([^/]+)/([^/]+)/pulls?/(\d+)(?:/.*)?$")
 _SE_QUESTION_PATH = re.compile(r"^/(?:questions|q)/(\d+)(?:/.*)?$")
 
 
@@ -139,6 +192,39 @@ def github_issue_ref(url: str) -> tuple[str, str, int] | None:
     if match is None:
         return None
     return match.group(1).lower(), match.group(2).lower(), int(match.group(3))
+
+
+def github_pull_ref(url: str) -> tuple[str, str, int] | None:
+    """``(owner, repo, number)`` for a github.com pull request URL (``/pull/N``, sub-pages too), else None."""
+    try:
+        _, netloc, path, _, _ = _split_absolute(url)
+    except ValueError:
+        return None
+    match = _GITHUB_PULL_PATH.match(path) if _bare_host(netloc) in _GITHUB_HOSTS else None
+    if match is None or "/commits/" in path:
+        return None
+    return match.group(1).lower(), match.group(2).lower(), int(match.group(3))
+
+
+def github_commit_ref(url: str) -> tuple[str, str, str] | None:
+    """``(owner, repo, sha)`` for a github.com commit URL (``/commit/SHA``, ``/pull/N/commits/SHA``)."""
+    try:
+        _, netloc, path, _, _ = _split_absolute(url)
+    except ValueError:
+        return None
+    match = _GITHUB_COMMIT_PATH.match(path) if _bare_host(netloc) in _GITHUB_HOSTS else None
+    if match is None:
+        return None
+    return match.group(1).lower(), match.group(2).lower(), match.group(3).lower()
+
+
+def pull_request_url(owner: str, repo: str, number: int) -> str:
+    """The one spelling of a GitHub pull request's URL as a link (not as an item: see canonical_url)."""
+    return f"https://github.com/{owner.lower()}/{repo.lower()}/pull/{number}"
+
+
+def commit_url(owner: str, repo: str, sha: str) -> str:
+    return f"https://github.com/{owner.lower()}/{repo.lower()}/commit/{sha.lower()}"
 
 
 def stackexchange_question_ref(url: str) -> tuple[str, int] | None:

@@ -337,6 +337,23 @@ def render_body(
     raise ValueError(f"unknown body format {body_format!r}")
 
 
+def render_diff(patch: str) -> str:
+    """Safe HTML for a unified diff (a pull request's or commit's patch of one file): Pygments' diff
+    lexer (``gi`` added, ``gd`` deleted, ``gu`` hunk header spans), then the same strict sanitizer.
+
+    Text only ever reaches the page escaped by Pygments and cleaned again by nh3, so markup inside a
+    diff (a ``<script>`` line added by the change) shows as text.
+    """
+    if not patch:
+        return ""
+    lexer = _lexer("diff")
+    assert lexer is not None  # Pygments has always shipped its diff lexer
+    body = highlight(patch, lexer, _formatter())
+    return str(
+        _strict_cleaner().clean(f'<pre class="highlight"><code class="language-diff">{body}</code></pre>')
+    )
+
+
 def language_for_tags(tags: Sequence[str]) -> str | None:
     """The code language a Stack Overflow question's tags imply (for its ``lang-default`` blocks)."""
     for tag in tags:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api import QueryFlag
 from apps.core.jobs import display_status
 
 from .models import ImportJob, ImportKind, Item, ItemComment, Relevance, Source
+from .services.links import fix_evidence
 
 
 class ItemSummarySerializer(serializers.ModelSerializer[Item]):
@@ -31,15 +33,45 @@ class CommentSerializer(serializers.ModelSerializer[ItemComment]):
         ]  # fmt: skip
 
 
+class LinkFileSerializer(serializers.Serializer[Any]):
+    filename = serializers.CharField()
+    additions = serializers.IntegerField()
+    deletions = serializers.IntegerField()
+    patch = serializers.CharField(help_text="Unified diff as GitHub sent it (untrusted text, never HTML).")
+    truncated = serializers.BooleanField(default=False)
+
+
+class LinkSerializer(serializers.Serializer[Any]):
+    """Fix evidence: a pull request, commit, merge request or accepted answer, with its files.
+
+    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, or accepted_answer (an
+    accepted Stack Exchange answer, which is one of the item's answers rather than a stored link)."""
+
+    kind = serializers.CharField(help_text="pull_request, commit, merge_request or answer.")
+    url = serializers.URLField()
+    title = serializers.CharField()
+    state = serializers.CharField()
+    provenance = serializers.CharField()
+    found_at = serializers.DateTimeField(allow_null=True)
+    note = serializers.CharField()
+    files = LinkFileSerializer(many=True)
+
+
 class ItemSerializer(serializers.ModelSerializer[Item]):
     comments = CommentSerializer(many=True, read_only=True)
+    links = serializers.SerializerMethodField()
 
     class Meta:
         model = Item
         fields = [
             "id", "url", "title", "source", "external_id", "relevance", "relevance_reason", "created_at",
             "imported_at", "updated_at", "tags", "metadata", "body", "body_format", "body_html", "comments",
+            "links",
         ]  # fmt: skip
+
+    @extend_schema_field(LinkSerializer(many=True))
+    def get_links(self, item: Item) -> list[dict[str, Any]]:
+        return LinkSerializer(fix_evidence(item), many=True).data  # type: ignore[return-value]
 
 
 class ItemFilterSerializer(serializers.Serializer[Any]):
@@ -76,7 +108,7 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
 
     kind = serializers.ChoiceField(choices=ImportKind.choices)
     file = serializers.FileField(
-        required=False, help_text="kind=file (.csv/.json/.jsonl/.txt) or so_dump (.xml)."
+        required=False, help_text="kind=file (.csv/.json/.jsonl/.txt), so_dump (.xml), jira (.xml/.json)."
     )
     format = serializers.CharField(
         required=False,
@@ -87,13 +119,22 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
     keywords = serializers.ListField(child=serializers.CharField(), required=False)
     mode = serializers.ChoiceField(choices=["repo", "query", "urls"], required=False, help_text="GitHub.")
     repo = serializers.CharField(required=False, allow_blank=True, help_text="GitHub owner/name.")
-    state = serializers.ChoiceField(choices=["all", "open", "closed"], required=False)
+    state = serializers.ChoiceField(
+        choices=["all", "open", "opened", "closed"], required=False, help_text="GitHub: open; GitLab: opened."
+    )
     labels = serializers.ListField(child=serializers.CharField(), required=False)
     exclude_labels = serializers.ListField(child=serializers.CharField(), required=False)
     since = serializers.DateField(required=False)
     query = serializers.CharField(required=False, allow_blank=True)
     urls = serializers.ListField(child=serializers.CharField(), required=False)
     no_comments = serializers.BooleanField(required=False)
+    project = serializers.CharField(required=False, allow_blank=True, help_text="GitLab group/name.")
+    api_url = serializers.CharField(
+        required=False, help_text="GitLab: one of the instances the operator listed (GITLAB_API_URLS)."
+    )
+    no_links = serializers.BooleanField(
+        required=False, help_text="GitHub: skip linked pull requests and commits (fix evidence)."
+    )
     limit = serializers.IntegerField(required=False, min_value=1)
     tagged = serializers.CharField(required=False, help_text="Stack Exchange tags, space-separated.")
     match = serializers.ChoiceField(choices=["any", "all"], required=False)

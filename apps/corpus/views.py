@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import Study, User
-from apps.accounts.permissions import access_study
+from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
@@ -30,6 +31,7 @@ from .forms import IMPORT_FORMS, ImportForm, ItemFilterForm
 from .models import ImportJob, ImportKind, Item
 from .screening import PRESETS
 from .services import ensure_rendered, resend_import, restart_import, submit_import
+from .services.links import LinkError, add_manual_link, read_github_link, remove_link
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000  # the item list counts matches up to here, then says "1,000+"
@@ -105,10 +107,41 @@ def item_detail(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         "items",
         item=item,
         comments=item.comments.all(),
+        manage_links=role in LEAD_ROLES,
         prev_id=siblings.filter(id__lt=pk).order_by("-id").first(),
         next_id=siblings.filter(id__gt=pk).order_by("id").first(),
     )
     return render(request, "corpus/item_detail.html", ctx)
+
+
+@login_required
+@require_POST
+def item_link_add(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """A lead adds a pull request or commit to the item's fix evidence by its URL (provenance manual)."""
+    study, _role = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.in_study(study), pk=pk)
+    user = request.user if isinstance(request.user, User) else None
+    try:
+        link = add_manual_link(item, request.POST.get("url", ""), user, read_github_link)
+    except LinkError as exc:
+        messages.error(request, f"Link not added: {exc}")
+    else:
+        messages.success(request, f"Linked {link.url}." + (f" {link.note}" if link.note else ""))
+    return redirect(reverse("corpus:item-detail", args=[study.slug, item.pk]) + "#fix-pane")
+
+
+@login_required
+@require_POST
+def item_link_remove(request: HtmxHttpRequest, slug: str, pk: int, link_id: int) -> HttpResponse:
+    study, _role = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.in_study(study), pk=pk)
+    try:
+        remove_link(item, link_id)
+    except LinkError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Link removed.")
+    return redirect(reverse("corpus:item-detail", args=[study.slug, item.pk]) + "#fix-pane")
 
 
 # --- imports -----------------------------------------------------------------------------------------

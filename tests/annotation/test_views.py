@@ -313,12 +313,12 @@ def test_next_item_and_the_workbench_cost_the_same_queries_in_a_bigger_study(
 ) -> None:
     """The session (1), the user with their membership of the study (1), then the next open assignment (1),
     or the assignment with its item and annotation (1), the codebook (3), decided? (1), progress (1),
-    comments (1): the same numbers with 3 items or 60 more."""
+    comments (1), the Fix pane's links (1): the same numbers with 3 items or 60 more."""
 
     def measure() -> None:
         with django_assert_num_queries(3):
             response = client.get(reverse("annotation:next", args=[study.slug]))
-        with django_assert_num_queries(9):
+        with django_assert_num_queries(10):
             assert client.get(response["Location"]).status_code == 200
 
     login(client, annotator_a)

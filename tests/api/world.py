@@ -139,6 +139,7 @@ def add_jobs(world: World) -> World:
     """One of each background job (one export finished, its file under settings.EXPORT_ROOT) and a
     proposal, so every URL with an id has something to point at."""
     from apps.agreement.services import request_dashboard
+    from apps.corpus.models import ItemLink
     from apps.corpus.params import FileParams
     from apps.corpus.services import create_import_job
     from apps.export.services import create_export, export_in_foreground, parse_options
@@ -157,6 +158,9 @@ def add_jobs(world: World) -> World:
     symptom = Dimension.objects.get(codebook__study=study, key="symptom")
     world.extras["proposal"] = propose_category(symptom, "Deadlock", None, "seen twice", world.alice).category
     world.extras["alice_token"] = ApiToken.issue(world.alice, "laptop")[0]
+    world.extras["item_link"] = ItemLink.objects.create(
+        item=world.items[0], kind="commit", url="https://github.com/a/b/commit/abc1234", provenance="manual"
+    )
     return world
 
 

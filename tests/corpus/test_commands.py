@@ -185,7 +185,7 @@ def test_import_github_reads_every_page_skips_pull_requests_and_keeps_the_token_
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     add_betamax_pages()
 
-    out, err = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments")
+    out, err = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments", "--no-links")
 
     assert "13 created" in out and "3 filtered out" in out
     job = last_job()
@@ -205,7 +205,7 @@ def test_import_github_applies_label_exclusions_and_keywords(study: Study) -> No
     add_betamax_pages()
 
     run(
-        "import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments",
+        "import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments", "--no-links",
         "--exclude-label", "docs", "--keyword", "cassette",
     )  # fmt: skip
 
@@ -242,7 +242,7 @@ def test_import_github_hydrates_urls_with_comments_and_reports_a_missing_issue(
     )
     responses.get(f"{API}/repos/example/gone/issues/1", status=404, json={"message": "Not Found"})
 
-    _out, err = run("import_github", "ddp", "--urls", str(urls))
+    _out, err = run("import_github", "ddp", "--urls", str(urls), "--no-links")
 
     job = last_job()
     assert (job.status, job.created, job.failed) == (JobStatus.SUCCEEDED, 2, 1)
@@ -284,7 +284,7 @@ def test_import_github_waits_out_a_rate_limit_and_shows_the_wait(study: Study, n
     )
     responses.get(url, json=sample("github3py_betamax_repo_issues_list.json")[:3])
 
-    out, err = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments")
+    out, err = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments", "--no-links")
 
     assert "3 created" in out
     assert len(no_sleep) == 1 and 100 < no_sleep[0] <= 122
@@ -310,10 +310,10 @@ def test_import_github_refuses_bad_options(study: Study, args: list[str], messag
 @responses.activate
 def test_import_github_twice_updates_nothing_the_second_time(study: Study) -> None:
     add_betamax_pages()
-    run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments")
+    run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments", "--no-links")
     add_betamax_pages()
 
-    out, _ = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments")
+    out, _ = run("import_github", "ddp", "--repo", "betamaxpy/betamax", "--no-comments", "--no-links")
 
     assert "0 created, 0 updated, 13 unchanged" in out
     assert Item.objects.count() == 13

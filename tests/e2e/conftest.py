@@ -48,6 +48,8 @@ def github_replay() -> Iterator[responses.RequestsMock]:
             mock.get(
                 re.compile(re.escape(f"{API}{path}/comments") + r"(\?.*)?$", re.I), json=_sample(comments)
             )
+            # fix evidence is read by default; this study's issues link to none (tests/corpus covers links)
+            mock.get(re.compile(re.escape(f"{API}{path}/timeline") + r"(\?.*)?$", re.I), json=[])
         yield mock
 
 

@@ -137,8 +137,9 @@ def test_level_one_cuts_paths_at_the_top_of_the_tree(labelled: Study, tmp_path: 
             "unknown provenance 'gut'; valid provenances: unanimous, majority, adjudicated, imported",
         ),
         (
-            {"format": "csv", "source": "gitlab"},
-            "unknown source 'gitlab'; valid sources: github, stackoverflow, stackexchange, file, other",
+            {"format": "csv", "source": "bugzilla"},
+            "unknown source 'bugzilla'; valid sources: github, stackoverflow, stackexchange, gitlab, jira, "
+            "file, other",
         ),
         ({"format": "csv", "round": 9}, "unknown round 9; valid rounds: 1, 2"),
         ({"format": "csv", "level": 3}, "level 3 is out of range; valid levels: 1, 2"),

@@ -143,7 +143,7 @@ SUBMIT = 6
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
 # savepoints, so that a twin request's insert can be recovered from.
 SUBMIT_ORM = 22
-WORKBENCH = 7
+WORKBENCH = 8  # with the item's fix evidence (its links: one query, corpus/_fix-pane.html)
 STUDY_PAGE = 12
 ITEM_LIST = 4
 QUEUE = 10  # with the items short of annotators, listed for a hand decision (one query)

@@ -104,6 +104,12 @@ MATRIX: dict[str, Rule] = {
     # --- corpus -----------------------------------------------------------------------------------
     "corpus:item-list": page("member", kwargs=study),
     "corpus:item-detail": page("member", kwargs=item(0)),
+    "corpus:item-link-add": page("lead", "POST", kwargs=item(0)),
+    "corpus:item-link-remove": page(
+        "lead",
+        "POST",
+        kwargs=lambda w: {"slug": w.study.slug, "pk": w.items[0].pk, "link_id": w.extras["item_link"].pk},
+    ),
     "corpus:import": page("lead", "GET", "POST", kwargs=study),
     "corpus:import-job": page("lead", kwargs=extra("import_job")),
     "corpus:import-restart": page("lead", "POST", kwargs=extra("import_job")),

@@ -21,14 +21,18 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.accounts.models import Role, Study, User
 from apps.adjudication.services import decide
 from apps.annotation import services as labelling
 from apps.annotation.models import Assignment
-from apps.corpus.models import Item
+from apps.corpus.jira import issue_to_record as jira_issue_to_record
+from apps.corpus.models import Item, ItemLink
 from apps.corpus.params import FileParams
-from apps.corpus.services import import_in_foreground
+from apps.corpus.records import FileChange, ItemRecord, LinkRecord
+from apps.corpus.services import import_in_foreground, render_pending, upsert_records
+from apps.corpus.services.links import store_links
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.loading import load_codebook
 from apps.taxonomy.models import Dimension
@@ -172,6 +176,11 @@ def xss_study(tmp_path: Path, settings: Any) -> XssStudy:
     jobs.append(_import_file(tmp_path, study, lead, "bad.jsonl", bad_rows))
     items = list(Item.objects.filter(study=study).order_by("id"))
     assert len(items) == len(VECTORS), "every vector became an item through the import service"
+    store_links({items[n].pk: _fix_links(n, vector) for n, vector in enumerate(VECTORS)}, timezone.now())
+    assert ItemLink.objects.filter(item__study=study).count() == 2 * len(VECTORS), "javascript: URLs dropped"
+    upsert_records(study, [_jira_issue(n, vector) for n, vector in enumerate(VECTORS)])
+    render_pending(study)
+    items += list(Item.objects.filter(study=study, source="jira").order_by("id"))
 
     labelling.draw_round(study, number=1, size=6, seed=1, actor=lead)
     labelling.assign_round(study, 1, ["alice", "bob"], overlap=2, actor=lead)
@@ -194,6 +203,68 @@ def xss_study(tmp_path: Path, settings: Any) -> XssStudy:
     return XssStudy(
         study, lead, alice, bob, items, jobs, [a.pk for a in mine], decided.pk, [a.item_id for a in mine[1:]]
     )
+
+
+def _jira_issue(n: int, vector: str) -> ItemRecord:
+    """A Jira issue with the vector in wiki markup (Server) and in ADF text and link targets (Cloud)."""
+    adf = {
+        "type": "doc",
+        "content": [
+            {
+                "type": "paragraph",
+                "content": [
+                    {"type": "text", "text": vector},
+                    {"type": "text", "text": "link", "marks": [{"type": "link", "attrs": {"href": vector}}]},
+                    {"type": "inlineCard", "attrs": {"url": vector}},
+                ],
+            },
+            {
+                "type": "codeBlock",
+                "attrs": {"language": vector},
+                "content": [{"type": "text", "text": vector}],
+            },
+        ],
+    }
+    wiki = f"h2. {vector}\n* {vector}\n[x|{vector}] {{code:{vector[:20]}}}{vector}{{code}}\n{{{{{vector}}}}}"
+    issue = {
+        "key": f"XSS-{n}",
+        "fields": {
+            "summary": vector[:400],
+            "description": wiki,
+            "comment": {"comments": [{"id": "1", "author": {"displayName": vector[:100]}, "body": adf}]},
+        },
+    }
+    return jira_issue_to_record(issue, "https://jira.xss.test", cloud=False)
+
+
+def _fix_links(n: int, vector: str) -> list[LinkRecord]:
+    """A pull request and a commit carrying the vector in every text the Fix pane shows: title, state,
+    description (Markdown), commit message (text), file name, diff lines, note; a link whose URL is one."""
+    patch = f"@@ -1,2 +1,2 @@\n-{vector}\n+{vector}\n {vector}\n"
+    files = [FileChange(filename=vector[:200], additions=1, deletions=1, patch=patch, truncated=n % 2 == 0)]
+    return [
+        LinkRecord(
+            kind="pull_request",
+            url=f"https://github.com/xss/corpus/pull/{1000 + n}",
+            provenance="closing_keyword",
+            title=vector[:480],
+            state=vector[:32],
+            body=vector,
+            files=files,
+            note=vector[:400],
+        ),
+        LinkRecord(
+            kind="commit",
+            url=f"https://github.com/xss/corpus/commit/{n:07x}",
+            provenance="closed_by_commit",
+            title=vector[:480],
+            body=f"{vector}\n\n{vector}",
+            files=files,
+        ),
+        LinkRecord(
+            kind="commit", url=f"javascript:alert('XSS')//{n}", provenance="manual", title=vector[:80]
+        ),
+    ]
 
 
 LEAD_PAGES = (

@@ -2,7 +2,9 @@
 
 - :mod:`.upsert`: the idempotent upsert every importer ends in (:func:`upsert_records`);
 - :mod:`.render`: the render pass from untrusted text to sanitized HTML (:func:`render_pending`);
-- :mod:`.imports`: import jobs, from the browser (Celery) or a command (foreground).
+- :mod:`.imports`: import jobs, from the browser (Celery) or a command (foreground);
+- :mod:`.trackers`: the GitLab and Jira imports, and what every API import shares (screening, counts);
+- :mod:`.links`: fix evidence (linked pull requests, commits, merge requests, accepted answers).
 """
 
 from .imports import (
@@ -11,17 +13,16 @@ from .imports import (
     create_import_job,
     import_in_foreground,
     job_params,
-    read_url_list,
     resend_import,
     restart_import,
     run_import,
     save_upload,
-    screening_rules,
     start_import,
     submit_import,
     summarize,
 )
 from .render import ensure_rendered, render_body, render_pending
+from .trackers import read_url_list, screening_rules
 from .upsert import (
     BATCH_SIZE,
     ImportCounts,

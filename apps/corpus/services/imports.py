@@ -22,7 +22,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
-from apps.core.files import FileReadError, open_text
 from apps.core.jobs import (
     MAX_ERRORS,
     QUEUE_UNAVAILABLE,
@@ -36,27 +35,28 @@ from apps.core.jobs import (
 )
 from apps.core.models import JobStatus
 
-from ..github import Failed, GitHubClient, GitHubError, GitHubResult, Skipped, TokenRejected
+from ..github import GitHubClient, GitHubError, GitHubResult, TokenRejected
 from ..models import ImportJob
 from ..params import (
     FileParams,
     GitHubQueryParams,
     GitHubRepoParams,
     GitHubUrlsParams,
+    GitLabParams,
     ImportParams,
     ImportParamsError,
-    Screening,
+    JiraParams,
     SoDumpParams,
     StackExchangeParams,
     params_from_json,
 )
 from ..parsing import ImportFileError, check_file, detect_format, iter_records
 from ..records import ItemRecord
-from ..screening import PRESETS, ScreeningRules
 from ..so_dump import DumpError, PostsDumpReader
 from ..stackexchange import KeyRejected, StackExchangeClient, StackExchangeError
 from . import pg
 from .render import render_pending
+from .trackers import count_results, import_gitlab, import_jira, read_url_list, rules_or_fail
 from .upsert import UnstorableRecord, add_error, unstorable, upsert_records
 
 IMPORT_JOB_FIELDS = (
@@ -71,25 +71,6 @@ IMPORT_JOB_FIELDS = (
 )
 UPLOAD_EXTENSIONS = (".csv", ".json", ".jsonl", ".txt", ".xml")
 ANALYZE_AFTER = 5000  # items written by one import before the planner statistics are refreshed
-
-
-def screening_rules(screening: Screening) -> ScreeningRules | None:
-    """The screening rules a job's options ask for: a named preset, or keywords/tags, or none.
-
-    Raises ValueError naming the problem for an unknown preset, or a preset mixed with own keywords.
-    """
-    preset = screening.preset
-    keywords = [k for k in screening.keywords if k.strip()]
-    tags = [t for t in screening.tags if t.strip()]
-    accepted_only = screening.accepted_only
-    if preset:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown screening preset {preset!r} (known: {', '.join(sorted(PRESETS))})")
-        if keywords or tags:
-            raise ValueError(f"use either the preset {preset!r} or your own keywords and tags, not both")
-        return PRESETS[preset]
-    rules = ScreeningRules.simple(keywords=keywords, tags_any=tags, accepted_only=accepted_only)
-    return None if rules.is_empty else rules
 
 
 def create_import_job(
@@ -250,6 +231,10 @@ def run_import(
             _import_stackexchange(job, params, progress, key, session, pause)
         elif isinstance(params, SoDumpParams):
             _import_so_dump(job, params, progress)
+        elif isinstance(params, GitLabParams):
+            import_gitlab(job, params, progress, env.get("GITLAB_TOKEN") or None, session, pause)
+        elif isinstance(params, JiraParams):
+            import_jira(job, params, progress, env, session, pause)
         else:
             _import_github(job, params, progress, env.get("GITHUB_TOKEN") or None, session, pause)
         summary = summarize(job)
@@ -292,13 +277,6 @@ def summarize(job: ImportJob) -> str:
     return ", ".join(parts) + "."
 
 
-def _rules_or_fail(screening: Screening) -> ScreeningRules | None:
-    try:
-        return screening_rules(screening)
-    except ValueError as exc:
-        raise JobFailed(str(exc)) from None
-
-
 def _import_file(job: ImportJob, params: FileParams, progress: JobProgress) -> None:
     """A CSV/JSON/JSONL/URL-list file: one bad row fails the whole file and nothing is written.
 
@@ -308,7 +286,7 @@ def _import_file(job: ImportJob, params: FileParams, progress: JobProgress) -> N
     whole import) the file is checked in a first pass and written in a second, batch by batch.
     """
     path = job.upload
-    rules = _rules_or_fail(params.screening)
+    rules = rules_or_fail(params.screening)
     try:
         fmt = detect_format(path, params.format or None)
     except ImportFileError as exc:
@@ -379,7 +357,7 @@ def _import_github(
     session: Any,
     sleep: Callable[[float], None],
 ) -> None:
-    rules = _rules_or_fail(params.screening)
+    rules = rules_or_fail(params.screening)
     notices: list[str] = []
 
     def notice(text: str) -> None:
@@ -395,6 +373,7 @@ def _import_github(
         on_notice=notice,
     )
     comments = not params.no_comments
+    links = not params.no_links
     limit = params.limit
     results: Iterator[GitHubResult]
     try:
@@ -406,6 +385,7 @@ def _import_github(
                 exclude_labels=params.exclude_labels,
                 since=params.since or None,
                 comments=comments,
+                links=links,
                 limit=limit,
             )
             progress.note(f"Reading issues of {params.repo}…")
@@ -413,6 +393,7 @@ def _import_github(
             results = client.search_issues(
                 params.query,
                 comments=comments,
+                links=links,
                 exclude_labels=params.exclude_labels,
                 limit=limit,
             )
@@ -420,11 +401,11 @@ def _import_github(
         else:
             urls = list(params.urls) or read_url_list(job.upload)
             progress.set_total(len(urls))
-            results = client.hydrate(urls, comments=comments, limit=limit)
+            results = client.hydrate(urls, comments=comments, links=links, limit=limit)
             progress.note(f"Fetching {len(urls)} issues…")
         upsert_records(
             job.study,
-            _github_records(results, job, progress),
+            count_results(results, job, progress),
             job,
             rules=rules,
             replace_comments=comments,
@@ -437,32 +418,6 @@ def _import_github(
         add_error(job, "GitHub", None, None, text)
 
 
-def read_url_list(path: str | Path) -> list[str]:
-    """URLs of a URL-list file: one per line; blank lines and `#` comments ignored."""
-    try:
-        with open_text(path) as handle:
-            return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
-    except FileReadError as exc:
-        raise JobFailed(f"the URL list {exc}") from None
-
-
-def _github_records(
-    results: Iterable[GitHubResult], job: ImportJob, progress: JobProgress
-) -> Iterator[ItemRecord]:
-    """Records for the upsert; skips and failures are counted on the job as they pass."""
-    for result in results:
-        progress.advance()
-        if isinstance(result, Skipped):
-            rule = "pull_request" if result.reason == "pull request" else "labels_exclude"
-            job.filtered += 1
-            job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
-        elif isinstance(result, Failed):
-            job.failed += 1
-            add_error(job, result.url, None, result.status, result.message)
-        else:
-            yield result
-
-
 def _import_stackexchange(
     job: ImportJob,
     params: StackExchangeParams,
@@ -471,7 +426,7 @@ def _import_stackexchange(
     session: Any,
     sleep: Callable[[float], None],
 ) -> None:
-    rules = _rules_or_fail(params.screening)
+    rules = rules_or_fail(params.screening)
     notices: list[str] = []
 
     def notice(text: str) -> None:
@@ -506,7 +461,7 @@ def _import_stackexchange(
 
 def _import_so_dump(job: ImportJob, params: SoDumpParams, progress: JobProgress) -> None:
     """Posts.xml: the reader screens while it streams (it keeps only selected questions), then upserts."""
-    rules = _rules_or_fail(params.screening)
+    rules = rules_or_fail(params.screening)
     site = params.host
 
     def on_progress(done: int, total: int) -> None:

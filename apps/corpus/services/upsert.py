@@ -44,8 +44,9 @@ from apps.accounts.models import Study
 from apps.core.jobs import MAX_ERRORS, JobProgress
 
 from ..models import ImportJob, Item, ItemComment
-from ..records import ItemRecord
+from ..records import ItemRecord, LinkRecord
 from . import pg
+from .links import store_links
 
 BATCH_SIZE = 1000
 # A slow source (GitHub: a request or two per issue) still shows its items within seconds.
@@ -130,8 +131,25 @@ def content_hash(record: ItemRecord) -> str:
             for c in record.comments
         ],
     ]
+    if record.links is not None:  # left out when not fetched: older items keep their hash
+        payload.append([_link_json(link) for link in record.links])
     text = json.dumps(payload, sort_keys=True, default=_isoformat)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _link_json(link: LinkRecord) -> list[Any]:
+    return [
+        link.kind,
+        link.url,
+        link.provenance,
+        link.title,
+        link.state,
+        link.body,
+        link.found_at,
+        link.note,
+        link.metadata,
+        [change.to_json() for change in link.files],
+    ]
 
 
 def _isoformat(value: Any) -> str:
@@ -470,6 +488,9 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
             ItemComment.objects.bulk_create(
                 [row for item_id, record in comments for row in _comment_rows(item_id, record)]
             )
+    linked = {ids[record.url]: record.links for record, _ in (*new, *changed) if record.links is not None}
+    if linked:
+        store_links(linked, now)
     return len(new), len(changed), unchanged
 
 

@@ -15,7 +15,8 @@ class Command(ImportCommand):
     help = (
         "Import GitHub issues with their comments: import_github STUDY (--repo OWNER/NAME [--state ...] "
         "[--label L]... [--exclude-label L]... [--since ISO-DATE] | --query SEARCH | --urls FILE) "
-        "[--keyword K]... [--no-comments] [--limit N] [--api-url URL]. The token is read from GITHUB_TOKEN."
+        "[--keyword K]... [--no-comments] [--no-links] [--limit N] [--api-url URL]. "
+        "The token is read from GITHUB_TOKEN."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -49,6 +50,11 @@ class Command(ImportCommand):
         add_screening_arguments(parser)
         parser.add_argument("--no-comments", action="store_true", help="Do not fetch comments.")
         parser.add_argument(
+            "--no-links",
+            action="store_true",
+            help="Do not read timelines: no linked pull requests or commits (fix evidence).",
+        )
+        parser.add_argument(
             "--limit", type=positive_int, default=None, metavar="N", help="Import at most N issues."
         )
         parser.add_argument(
@@ -71,6 +77,7 @@ class Command(ImportCommand):
             "keywords": tuple(opts["keyword"]),
             "preset": opts["preset"],
             "no_comments": opts["no_comments"],
+            "no_links": opts["no_links"],
             "limit": opts["limit"],
             "api_url": opts["api_url"],
         }
