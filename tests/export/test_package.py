@@ -103,7 +103,7 @@ def test_the_package_holds_the_codebook_history_sampling_and_agreement(
     assert [r["round"] for r in agreement["rounds"]] == [1, 2]
     assert agreement["rounds"][0]["dimensions"]["type"]["n_items"] == 2
     assert agreement["rounds"][0]["dimensions"]["type"]["percent_agreement"] == 0.5
-    assert "| 1 (Pilot) | 2 | 2 | 4 | 0.500 |" in files["agreement.md"].decode()
+    assert "| 1 (Pilot) | 2 | 2 | 2 | 4 | 0.500 |" in files["agreement.md"].decode()
     readme = files["README.md"].decode()
     for name in DATASET_FILES:
         assert f"`{name}`" in readme

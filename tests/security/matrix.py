@@ -158,6 +158,11 @@ MATRIX: dict[str, Rule] = {
     "agreement:cell-items": page(
         "lead", kwargs=study, query="?dimension=type&a=alice&b=bob&row=fault&col=howto"
     ),
+    "agreement:table": page(
+        "lead",
+        kwargs=lambda w: {"slug": w.study.slug, "name": "pairs", "fmt": "csv"},
+        query="?dimension=type",
+    ),
     # --- adjudication -----------------------------------------------------------------------------
     "adjudication:study-detail": page("member", kwargs=study),
     "adjudication:queue": page("lead", kwargs=study),

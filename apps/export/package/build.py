@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
 from apps.agreement.ratings import RatingsError, load_study_ratings
-from apps.agreement.services import dimension_report
+from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 from apps.annotation.models import Round, RoundItem
 from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
@@ -330,7 +330,8 @@ def item_lines(study: Study, *, chunk_size: int = ITEM_CHUNK) -> Iterator[dict[s
 
 def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     """agreement.json: `agreement.services.dimension_report` for every active dimension, per round and for
-    all rounds together, at full depth. A report the data cannot give holds ``{"error": reason}``.
+    all rounds together, at full depth, with the dashboard's bootstrap (replicates and seed), so that every
+    figure equals the full-depth dashboard's. A report the data cannot give holds ``{"error": reason}``.
 
     The ratings are read one dimension at a time, so that memory holds one dimension's labels, not all."""
     keys = [d.key for d in index.dimensions]
@@ -344,15 +345,24 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
         version = ratings.codebook_version
         n_ratings += len(ratings.rows)
         reports[key] = {}
-        for number in [*(n for n, _ in rounds), None]:
+        numbers = [n for n, _ in rounds]
+        for number in [*numbers, None]:
+            if number is None and len(numbers) == 1:
+                # As the dashboard does: one round is all rounds (same units, same bootstrap draws).
+                reports[key][None] = {**reports[key][numbers[0]], "round": None}
+                continue
             try:
-                reports[key][number] = dimension_report(ratings, key, round_number=number)
+                reports[key][number] = dimension_report(
+                    ratings, key, round_number=number, bootstrap=DASHBOARD_BOOTSTRAP, seed=DASHBOARD_SEED
+                )
             except (RatingsError, ValueError) as exc:
                 reports[key][number] = {"error": str(exc)}
         del ratings
     return {
         "codebook_version": version,
         "level": None,
+        "bootstrap": DASHBOARD_BOOTSTRAP,
+        "seed": DASHBOARD_SEED,
         "n_ratings": n_ratings,
         "rounds": [
             {"round": number, "name": name, "dimensions": {k: reports[k][number] for k in keys}}

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from apps.export.counts import latex_escape
+from apps.core.tables import latex_escape
 
 
 @dataclass(frozen=True)
