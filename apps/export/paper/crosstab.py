@@ -177,3 +177,9 @@ def to_latex(table: CrossTab, *, caption: str = "", label: str = "") -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def dump_json(table: CrossTab) -> str:
+    import json
+
+    return json.dumps(table.as_json(), ensure_ascii=False, indent=1) + "\n"
