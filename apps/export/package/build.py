@@ -46,6 +46,8 @@ PACKAGE_FORMAT = "taxonomist-replication-package"
 PACKAGE_VERSION = 1
 MANIFEST = "manifest.json"
 README = "README.md"
+PAPER_DIR = "paper"
+"""The paper folder (`paper.facts.write_paper`): methods section, figures and cross-tabs."""
 DATASET_FILES = (
     "agreement.json",
     "agreement.md",
@@ -431,6 +433,13 @@ def build_package(
         agreement = agreement_data(study, index)
         _write_text(directory / "agreement.json", dump_json(agreement))
         _write_text(directory / "agreement.md", agreement_markdown(agreement, names))
+        note("Drawing the paper's figures and tables…")
+        # Imported here: the paper folder reads this module's agreement and sampling data.
+        from apps.export.paper.facts import write_paper
+
+        paper = [
+            f"{PAPER_DIR}/{name}" for name in write_paper(study, directory / PAPER_DIR, agreement=agreement)
+        ]
         del agreement
         note("Writing the study, codebook and rounds…")
         _write_text(directory / "study.json", dump_json(study_data(study)))
@@ -496,7 +505,7 @@ def build_package(
             ),
         )
         files = {}
-        for name in (README, *DATASET_FILES):
+        for name in (README, *DATASET_FILES, *paper):
             digest, size = _hash_file(directory / name)
             files[name] = {"sha256": digest, "bytes": size}
         manifest = {
@@ -511,5 +520,5 @@ def build_package(
         }
         _write_text(directory / MANIFEST, dump_json(manifest))
         note("Writing the zip…")
-        write_zip(directory, [README, MANIFEST, *DATASET_FILES], path)
+        write_zip(directory, [README, MANIFEST, *DATASET_FILES, *paper], path)
     return Written(rows, decided)

@@ -79,6 +79,9 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |
 | `taxonomy_counts.tex` | the same as LaTeX tables (needs `\\usepackage{{booktabs}}`) |
 | `study.json` | the study's settings and members (usernames and roles) |
+| `paper/methods.md`, `.tex`, `references.bib` | the methods section, each paragraph naming its source |
+| `paper/figures/` | agreement, saturation, distribution, cross-tab heatmaps (SVG and PDF, 3.5 in) |
+| `paper/tables/` | cross-tabulations of consecutive dimensions (CSV, JSON, Markdown, LaTeX booktabs) |
 
 ## dataset.csv
 
