@@ -177,6 +177,13 @@ MATRIX: dict[str, Rule] = {
     "export:stream": page("lead", kwargs=study, get=OK),
     "export:job": page("lead", kwargs=extra("export_job")),
     "export:download": page("lead", kwargs=extra("done_export")),
+    "export:paper": page("lead", kwargs=study),
+    "export:paper-figure": page(
+        "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK
+    ),  # 400 when the world's study has no decision in the dimension: still no refusal
+    "export:paper-crosstab": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "csv"}),
+    "export:paper-methods": page("lead", kwargs=study),
+    "export:paper-methods-file": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "md"}),
     # --- API: schema and docs ----------------------------------------------------------------------
     "api-schema": api("public"),
     "api-schema-root": api("public"),
