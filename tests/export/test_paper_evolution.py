@@ -25,8 +25,8 @@ def test_the_diff_names_renames_merges_splits_and_redefinitions_and_the_worklist
     Annotation.objects.filter(assignment__study=labelled).update(codebook_version=1)
     edit_category(category(labelled, "hang"), name="Hang or deadlock", actor=lead)
     merge_category(category(labelled, "upgrade"), category(labelled, "config"), actor=lead)
-    split_category(category(labelled, "segfault"), [NewCategory("segv", "SIGSEGV"), NewCategory("abort", "Abort")],
-                   actor=lead)  # fmt: skip
+    parts = [NewCategory("segv", "SIGSEGV"), NewCategory("abort", "Abort")]
+    split_category(category(labelled, "segfault"), parts, actor=lead)
     edit_category(category(labelled, "code"), definition="A change to the program's code.", actor=lead)
     latest = CodebookVersion.objects.filter(codebook__study=labelled).order_by("-number").first()
     assert latest is not None
