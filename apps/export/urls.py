@@ -16,5 +16,6 @@ urlpatterns = [
     path("paper/figures/<str:name>.<str:fmt>", paper.paper_figure, name="paper-figure"),
     path("paper/crosstab.<str:fmt>", paper.paper_crosstab, name="paper-crosstab"),
     path("paper/methods/", paper.paper_methods, name="paper-methods"),
+    path("paper/rereview/<int:item_id>/", paper.paper_still_right, name="paper-still-right"),
     path("paper/methods.<str:fmt>", paper.paper_methods_file, name="paper-methods-file"),
 ]

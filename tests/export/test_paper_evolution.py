@@ -4,9 +4,13 @@ versions in a paper's terms, labels per version, and the re-review worklist."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation
+from apps.corpus.models import Item
+from apps.export.models import ReReview
 from apps.export.paper.data import PaperError
 from apps.export.paper.evolution import codebook_evolution, rereview_worklist
 from apps.taxonomy.models import Category, CodebookVersion
@@ -51,3 +55,29 @@ def test_the_diff_names_renames_merges_splits_and_redefinitions_and_the_worklist
 def test_an_unknown_version_is_named(labelled: Study) -> None:
     with pytest.raises(PaperError, match="no version 9"):
         codebook_evolution(labelled, 1, 9)
+
+
+def test_still_right_takes_an_item_off_the_worklist_until_a_later_change(
+    labelled: Study, lead: User, lead_client: Client
+) -> None:
+    Annotation.objects.filter(assignment__study=labelled).update(codebook_version=1)
+    edit_category(category(labelled, "oom"), definition="Runs out of device memory.", actor=lead)
+    url = "https://stackoverflow.com/questions/2"
+    assert [w.item for w in rereview_worklist(labelled)] == [url]  # alice chose oom on item 2
+    page = lead_client.get(reverse("export:paper", args=[labelled.slug])).content.decode()
+    assert "it was redefined at v2" in page and "Still right" in page
+    item = Item.objects.get(study=labelled, url=url)
+    response = lead_client.post(reverse("export:paper-still-right", args=[labelled.slug, item.pk]))
+    assert response.status_code == 302
+    assert rereview_worklist(labelled) == []
+    assert ReReview.objects.get(item=item).reviewed_by == lead
+    edit_category(category(labelled, "oom"), definition="Out of host or device memory.", actor=lead)
+    assert [w.item for w in rereview_worklist(labelled)] == [url]  # redefined again since
+
+
+def test_an_annotator_cannot_mark_still_right(labelled: Study, client: Client, annotator_a: User) -> None:
+    client.force_login(annotator_a)
+    item = Item.objects.filter(study=labelled).first()
+    assert item is not None
+    assert client.post(reverse("export:paper-still-right", args=[labelled.slug, item.pk])).status_code == 403
+    assert not ReReview.objects.exists()

@@ -183,6 +183,7 @@ MATRIX: dict[str, Rule] = {
     ),  # 400 when the world's study has no decision in the dimension: still no refusal
     "export:paper-crosstab": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "csv"}),
     "export:paper-methods": page("lead", kwargs=study),
+    "export:paper-still-right": page("lead", "POST", kwargs=item(0, "item_id"), post=302),
     "export:paper-methods-file": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "md"}),
     # --- API: schema and docs ----------------------------------------------------------------------
     "api-schema": api("public"),

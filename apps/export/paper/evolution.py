@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
-from apps.accounts.models import Study
+from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, LabelValue
+from apps.corpus.models import Item
+from apps.export.models import ReReview
 from apps.taxonomy import evolution
 from apps.taxonomy.codebook_spec import codebook_from_data
-from apps.taxonomy.models import CodebookChange, CodebookVersion
+from apps.taxonomy.models import Codebook, CodebookChange, CodebookVersion
 
 from .data import PaperError
 
@@ -68,7 +70,10 @@ def codebook_evolution(study: Study, old: int, new: int) -> Evolution:
 
 def rereview_worklist(study: Study) -> list[evolution.WorkItem]:
     """Items (by URL) with a label made on a version after which its category was split, merged,
-    redefined or retired."""
+    redefined or retired, leaving out those a lead marked "still right" since (`ReReview`)."""
+    reviewed: dict[str, int] = {}
+    for url, version in ReReview.objects.filter(study=study).values_list("item__url", "codebook_version"):
+        reviewed[url] = max(version, reviewed.get(url, 0))
     labels = (
         evolution.Label(url, annotator, dimension, original or category, version)
         for url, annotator, dimension, category, original, version in LabelValue.objects.filter(
@@ -86,4 +91,10 @@ def rereview_worklist(study: Study) -> list[evolution.WorkItem]:
             "finding__annotation__codebook_version",
         )
     )
-    return evolution.rereview_worklist(labels, _log(study))
+    return evolution.rereview_worklist(labels, _log(study), reviewed)
+
+
+def mark_still_right(study: Study, item: Item, user: User | None) -> ReReview:
+    """Record that `item`'s labels are still right at the study's current codebook version."""
+    version = Codebook.objects.filter(study=study).values_list("version", flat=True).first() or 0
+    return ReReview.objects.create(study=study, item=item, codebook_version=version, reviewed_by=user)

@@ -10,21 +10,24 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.models import Study
+from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
 from apps.core.tables import CONTENT_TYPES
+from apps.corpus.models import Item
 from apps.export.package.build import agreement_data
 from apps.taxonomy.index import CodebookIndex
+from apps.taxonomy.models import CodebookVersion
 
-from . import artifacts, data, methods
+from . import artifacts, data, evolution, methods
 from . import crosstab as ct
 from . import saturation as sat
 from .facts import methods_data
@@ -150,7 +153,41 @@ def paper_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     except data.PaperError as exc:
         return render(request, "export/paper.html", {**ctx, "error": str(exc)}, status=400)
     ctx.update(_page_parts(slug, request.GET, index, saturation, table))
+    try:
+        ctx.update(_evolution_parts(study, request.GET))
+    except data.PaperError as exc:
+        ctx["evolution_error"] = str(exc)
     return render(request, "export/paper.html", ctx)
+
+
+def _evolution_parts(study: Study, g: QueryDict) -> dict[str, Any]:
+    """The codebook's versions, the changes between the two chosen ones, and the re-review worklist."""
+    versions = list(
+        CodebookVersion.objects.filter(codebook__study=study)
+        .order_by("number")
+        .values_list("number", flat=True)
+    )
+    if not versions:
+        return {"versions": []}
+    old, new = _int(g, "from", versions[0]) or versions[0], _int(g, "to", versions[-1]) or versions[-1]
+    work = evolution.rereview_worklist(study)
+    ids = dict(Item.objects.filter(study=study, url__in=[w.item for w in work]).values_list("url", "id"))
+    return {
+        "versions": versions,
+        "evolution": evolution.codebook_evolution(study, old, new),
+        "worklist": [{"url": w.item, "id": ids.get(w.item), "reasons": w.reasons} for w in work],
+    }
+
+
+@login_required
+@require_POST
+def paper_still_right(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """One click on the worklist: the item's labels are still right at the current codebook version."""
+    study, _ = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.filter(study=study), pk=item_id)
+    evolution.mark_still_right(study, item, request.user if isinstance(request.user, User) else None)
+    messages.success(request, f"Marked {item.url} as still right.")
+    return redirect(reverse("export:paper", args=[study.slug]) + "#evolution")
 
 
 @login_required
