@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run reset-demo test lint format migrate demo worker chromium e2e guide-screenshots bench load load-quick reliability clean
+.PHONY: help install run reset-demo test lint format migrate demo worker chromium texlive e2e guide-screenshots bench load load-quick reliability clean
 
 help:
 	@echo "make run    install, migrate, load the demo study and serve http://127.0.0.1:$(PORT)"
@@ -62,7 +62,7 @@ worker: install
 # tests/reliability kill PostgreSQL backends and worker processes on purpose: they run in a pytest
 # process of their own, so no other test inherits a connection they closed.
 # The browser tests need Chromium: the chromium rule installs it first (or stops, saying how).
-test: install chromium
+test: install chromium texlive
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(BIN)/pytest -q -rs tests/reliability $(PYTEST_ARGS)
 
@@ -86,6 +86,17 @@ chromium:
 	    echo "Installing Chromium from Debian (for the browser tests)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "The browser tests need Chromium: sudo apt-get install -y chromium (Debian), or CHROMIUM=/path/to/chromium" >&2; exit 1; fi; \
+	fi
+
+# pdflatex compiles the paper's methods.tex in its test: installed from Debian when missing and we are root;
+# otherwise that one test is skipped, saying so.
+TEX_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended
+texlive:
+	@if ! command -v pdflatex >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing TeX from Debian (pdflatex, for the methods-section test)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
+	  else echo "pdflatex is missing: sudo apt-get install -y --no-install-recommends $(TEX_PACKAGES) (its test is skipped until then)" >&2; fi; \
 	fi
 
 e2e: install chromium

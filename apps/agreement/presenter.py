@@ -122,3 +122,45 @@ def present(report: Mapping[str, Any]) -> ReportRows:
         categories=categories,
         pairs=pairs,
     )
+
+
+@dataclass(frozen=True)
+class ScopeFigures:
+    """One report (a dimension in one round, or all rounds) as every table shows it: the dashboard's
+    summary cell and detail line, its downloads, and the package's ``agreement.md``.
+
+    ``n`` is always the number of items *compared* (rated by two or more annotators: the units the
+    coefficients use, ``n_pairable``); ``rated`` the items anyone rated (``n_items``). The dashboard once
+    printed ``n_pairable`` as "n" while ``agreement.md`` printed ``n_items`` as "items", so one cell read
+    "n 55" on the page and "items 62" in the package; both now read these fields."""
+
+    error: str | None
+    n: int
+    rated: int
+    annotators: int
+    ratings: int
+    coefficients: dict[str, Coefficient]
+    alpha_ci: tuple[float, float] | None
+    alpha_ci_reason: str | None
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        """Metric → why it is undefined, for the undefined ones."""
+        return {k: c.reason for k, c in self.coefficients.items() if c.value is None and c.reason}
+
+
+def scope_figures(report: Mapping[str, Any]) -> ScopeFigures:
+    """The figures of one report (``{"error": reason}`` gives an error and zeros)."""
+    if "error" in report:
+        return ScopeFigures(str(report["error"]), 0, 0, 0, 0, {}, None, None)
+    interval = report.get(CI_KEY)
+    return ScopeFigures(
+        error=None,
+        n=int(report.get("n_pairable", 0)),
+        rated=int(report.get("n_items", 0)),
+        annotators=int(report.get("n_annotators", 0)),
+        ratings=int(report.get("n_ratings", 0)),
+        coefficients={metric: overall(report, metric) for metric in OVERALL_METRICS if metric in report},
+        alpha_ci=(float(interval[0]), float(interval[1])) if interval else None,
+        alpha_ci_reason=report.get("undefined", {}).get(CI_KEY),
+    )

@@ -286,7 +286,7 @@ def _dashboard_result(
             }
         )
     return {
-        "rounds": [{"number": r.number, "label": r.label} for r in ratings.rounds],
+        "rounds": [{"number": r.number, "name": r.name, "label": r.label} for r in ratings.rounds],
         "dimensions": out,
     }
 

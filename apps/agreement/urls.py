@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import downloads, views
 
 app_name = "agreement"
 urlpatterns = [
@@ -8,4 +8,5 @@ urlpatterns = [
     path("agreement/compute/", views.compute, name="compute"),
     path("agreement/jobs/<int:pk>/progress/", views.progress, name="progress"),
     path("agreement/items/", views.cell_items, name="cell-items"),
+    path("agreement/tables/<str:name>.<str:fmt>", downloads.table, name="table"),
 ]

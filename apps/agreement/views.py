@@ -31,8 +31,9 @@ from apps.taxonomy.index import CodebookIndex
 from . import services
 from .charts import Series, Threshold, line_chart
 from .models import AgreementSnapshot
-from .presenter import Coefficient, overall, present
+from .presenter import Coefficient, overall, present, scope_figures
 from .services import ALL_ROUNDS, RatingsError
+from .tables import TABLES
 
 METRICS = (
     ("percent_agreement", "Percent agreement", "#7a8580"),
@@ -163,6 +164,7 @@ def _figures(
                 {
                     "scope": key,
                     "report": d["reports"][key],
+                    "figures": scope_figures(d["reports"][key]),
                     "alpha": summary_notes.figure(overall(d["reports"][key], "krippendorff_alpha")),
                     "kappa": summary_notes.figure(overall(d["reports"][key], "cohen_kappa")),
                     "url": _dashboard_url(slug, level=level, dimension=d["key"], round=key),
@@ -235,6 +237,8 @@ def _figures(
         "scope": scope,
         "scope_label": dict(scopes)[scope],
         "report": report,
+        "figures": scope_figures(report),
+        "downloads": _downloads(slug, chosen["key"], scope, level),
         "headline": headline,
         "alpha_ci": rows.alpha_ci,
         "alpha_ci_reason": rows.alpha_ci_reason,
@@ -247,6 +251,20 @@ def _figures(
     }
     ctx.update(_confusion(request, study, chosen["key"], scope, level, annotators))
     return ctx
+
+
+def _downloads(slug: str, dimension: str, scope: str, level: int | None) -> dict[str, dict[str, str]]:
+    """Table name → format → the URL that downloads it for the chosen dimension, round and level."""
+    query = urlencode(
+        {k: v for k, v in {"dimension": dimension, "round": scope, "level": level}.items() if v}
+    )
+    return {
+        table: {
+            fmt: reverse("agreement:table", args=[slug, table, fmt]) + f"?{query}"
+            for fmt in ("csv", "md", "tex")
+        }
+        for table in TABLES
+    }
 
 
 def _category_names(index: CodebookIndex, dimension_key: str) -> dict[str, str]:
@@ -307,6 +325,12 @@ def _confusion(
             "agreeing": sum(matrix.counts[k][k] for k in range(len(matrix.names))),
             "sets": matrix.sets,
             "version": matrix.version,
+            "downloads": {
+                fmt: reverse("agreement:table", args=[study.slug, "confusion", fmt])
+                + "?"
+                + urlencode({"dimension": dimension, "round": scope, "level": level or "", "a": a, "b": b})
+                for fmt in ("csv", "md", "tex")
+            },
         },
     }
 

@@ -25,6 +25,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from apps.core.tables import latex_escape
+
 INDENT_MARKDOWN = "\u00a0" * 4
 """One level of tree indentation in Markdown: no-break spaces, which Markdown renderers keep."""
 
@@ -221,28 +223,6 @@ def counts_markdown(tables: Sequence[CountTable], *, title: str = "Taxonomy coun
 
 
 # --- LaTeX --------------------------------------------------------------------------------------------
-
-_LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
-
-
-def latex_escape(text: str) -> str:
-    """`text` safe in LaTeX body text: every special character replaced by its command, whitespace
-    (line breaks included) collapsed to single spaces."""
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in " ".join(text.split()))
 
 
 def _label(key: str) -> str:

@@ -46,3 +46,21 @@ class ExportJob(Job):
 
     def __str__(self) -> str:
         return f"Export #{self.pk} ({self.format}) {self.status}"
+
+
+class ReReview(models.Model):
+    """A lead's "still right" on an item of the re-review worklist (docs/paper.md, "Codebook evolution"):
+    its labels were checked against codebook version `codebook_version`, so changes up to that version no
+    longer list it. The latest per item counts; earlier ones stay as history."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rereviews")
+    item = models.ForeignKey("corpus.Item", on_delete=models.CASCADE, related_name="rereviews")
+    codebook_version = models.PositiveIntegerField()
+    reviewed_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reviewed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["study", "item"], name="rereview_study_item")]
+
+    def __str__(self) -> str:
+        return f"Re-review of item {self.item_id} at v{self.codebook_version}"

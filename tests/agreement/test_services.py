@@ -134,7 +134,10 @@ def test_a_small_study_is_computed_on_request_with_bootstrap_intervals(labelled:
     assert snapshot.params["kind"] == "dashboard"
     assert snapshot.params["fingerprint"] == services.fingerprint(labelled)
     result = snapshot.result
-    assert result["rounds"] == [{"number": 1, "label": "Round 1"}, {"number": 2, "label": "Round 2"}]
+    assert result["rounds"] == [
+        {"number": 1, "name": "", "label": "Round 1"},
+        {"number": 2, "name": "", "label": "Round 2"},
+    ]
     assert [d["key"] for d in result["dimensions"]] == ["kind", "symptom", "fix"]
     kind = result["dimensions"][0]
     assert list(kind["reports"]) == ["1", "2", "all"]

@@ -62,7 +62,7 @@ def test_filters_and_raw_labels_reach_the_file(labelled: Study, tmp_path: Path) 
     [
         (
             ["--format", "xml"],
-            "--format: invalid choice: 'xml' (choose from 'csv', 'json', 'jsonl', 'xlsx', 'zip')",
+            "--format: invalid choice: 'xml' (choose from 'csv', 'json', 'jsonl', 'xlsx', 'zip', 'paper')",
         ),
         (["--format", "csv", "--provenance", "x"], "valid provenances: unanimous, majority, adjudicated"),
         (["--format", "csv", "--source", "bugzilla"], "valid sources: github, stackoverflow"),

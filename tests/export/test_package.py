@@ -60,7 +60,15 @@ def counts() -> tuple[int, ...]:
 
 def test_the_package_holds_every_file_with_its_checksum(labelled: Study, tmp_path: Path) -> None:
     files = members(package(labelled, tmp_path / "p.zip"))
-    assert sorted(files) == sorted(["README.md", MANIFEST, *DATASET_FILES])
+    paper = sorted(name for name in files if name.startswith("paper/"))
+    assert sorted(files) == sorted(["README.md", MANIFEST, *DATASET_FILES, *paper])
+    # Issue #22 point 7: the paper's methods section, figures and cross-tabs travel with the package.
+    assert {"paper/methods.md", "paper/methods.tex", "paper/references.bib"} <= set(paper)
+    for kind in ("agreement", "saturation", "distribution", "crosstab"):
+        assert (
+            f"paper/figures/{kind}-symptom.svg" in paper or f"paper/figures/{kind}-type-symptom.pdf" in paper
+        )
+    assert "paper/tables/crosstab-symptom-fix.csv" in paper
     manifest = json.loads(files[MANIFEST])
     assert manifest["format"] == "taxonomist-replication-package"
     assert set(manifest["files"]) == set(files) - {MANIFEST}
@@ -103,7 +111,7 @@ def test_the_package_holds_the_codebook_history_sampling_and_agreement(
     assert [r["round"] for r in agreement["rounds"]] == [1, 2]
     assert agreement["rounds"][0]["dimensions"]["type"]["n_items"] == 2
     assert agreement["rounds"][0]["dimensions"]["type"]["percent_agreement"] == 0.5
-    assert "| 1 (Pilot) | 2 | 2 | 4 | 0.500 |" in files["agreement.md"].decode()
+    assert "| 1 (Pilot) | 2 | 2 | 2 | 4 | 0.500 |" in files["agreement.md"].decode()
     readme = files["README.md"].decode()
     for name in DATASET_FILES:
         assert f"`{name}`" in readme

@@ -164,6 +164,11 @@ MATRIX: dict[str, Rule] = {
     "agreement:cell-items": page(
         "lead", kwargs=study, query="?dimension=type&a=alice&b=bob&row=fault&col=howto"
     ),
+    "agreement:table": page(
+        "lead",
+        kwargs=lambda w: {"slug": w.study.slug, "name": "pairs", "fmt": "csv"},
+        query="?dimension=type",
+    ),
     # --- adjudication -----------------------------------------------------------------------------
     "adjudication:study-detail": page("member", kwargs=study),
     "adjudication:queue": page("lead", kwargs=study),
@@ -178,6 +183,14 @@ MATRIX: dict[str, Rule] = {
     "export:stream": page("lead", kwargs=study, get=OK),
     "export:job": page("lead", kwargs=extra("export_job")),
     "export:download": page("lead", kwargs=extra("done_export")),
+    "export:paper": page("lead", kwargs=study),
+    "export:paper-figure": page(
+        "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK
+    ),  # 400 when the world's study has no decision in the dimension: still no refusal
+    "export:paper-crosstab": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "csv"}),
+    "export:paper-methods": page("lead", kwargs=study),
+    "export:paper-still-right": page("lead", "POST", kwargs=item(0, "item_id"), post=302),
+    "export:paper-methods-file": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "md"}),
     # --- API: schema and docs ----------------------------------------------------------------------
     "api-schema": api("public"),
     "api-schema-root": api("public"),

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
 from apps.agreement.ratings import RatingsError, load_study_ratings
-from apps.agreement.services import dimension_report
+from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 from apps.annotation.models import Round, RoundItem
 from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
@@ -46,6 +46,8 @@ PACKAGE_FORMAT = "taxonomist-replication-package"
 PACKAGE_VERSION = 1
 MANIFEST = "manifest.json"
 README = "README.md"
+PAPER_DIR = "paper"
+"""The paper folder (`paper.facts.write_paper`): methods section, figures and cross-tabs."""
 DATASET_FILES = (
     "agreement.json",
     "agreement.md",
@@ -330,7 +332,8 @@ def item_lines(study: Study, *, chunk_size: int = ITEM_CHUNK) -> Iterator[dict[s
 
 def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     """agreement.json: `agreement.services.dimension_report` for every active dimension, per round and for
-    all rounds together, at full depth. A report the data cannot give holds ``{"error": reason}``.
+    all rounds together, at full depth, with the dashboard's bootstrap (replicates and seed), so that every
+    figure equals the full-depth dashboard's. A report the data cannot give holds ``{"error": reason}``.
 
     The ratings are read one dimension at a time, so that memory holds one dimension's labels, not all."""
     keys = [d.key for d in index.dimensions]
@@ -344,15 +347,24 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
         version = ratings.codebook_version
         n_ratings += len(ratings.rows)
         reports[key] = {}
-        for number in [*(n for n, _ in rounds), None]:
+        numbers = [n for n, _ in rounds]
+        for number in [*numbers, None]:
+            if number is None and len(numbers) == 1:
+                # As the dashboard does: one round is all rounds (same units, same bootstrap draws).
+                reports[key][None] = {**reports[key][numbers[0]], "round": None}
+                continue
             try:
-                reports[key][number] = dimension_report(ratings, key, round_number=number)
+                reports[key][number] = dimension_report(
+                    ratings, key, round_number=number, bootstrap=DASHBOARD_BOOTSTRAP, seed=DASHBOARD_SEED
+                )
             except (RatingsError, ValueError) as exc:
                 reports[key][number] = {"error": str(exc)}
         del ratings
     return {
         "codebook_version": version,
         "level": None,
+        "bootstrap": DASHBOARD_BOOTSTRAP,
+        "seed": DASHBOARD_SEED,
         "n_ratings": n_ratings,
         "rounds": [
             {"round": number, "name": name, "dimensions": {k: reports[k][number] for k in keys}}
@@ -421,6 +433,13 @@ def build_package(
         agreement = agreement_data(study, index)
         _write_text(directory / "agreement.json", dump_json(agreement))
         _write_text(directory / "agreement.md", agreement_markdown(agreement, names))
+        note("Drawing the paper's figures and tables…")
+        # Imported here: the paper folder reads this module's agreement and sampling data.
+        from apps.export.paper.facts import write_paper
+
+        paper = [
+            f"{PAPER_DIR}/{name}" for name in write_paper(study, directory / PAPER_DIR, agreement=agreement)
+        ]
         del agreement
         note("Writing the study, codebook and rounds…")
         _write_text(directory / "study.json", dump_json(study_data(study)))
@@ -486,7 +505,7 @@ def build_package(
             ),
         )
         files = {}
-        for name in (README, *DATASET_FILES):
+        for name in (README, *DATASET_FILES, *paper):
             digest, size = _hash_file(directory / name)
             files[name] = {"sha256": digest, "bytes": size}
         manifest = {
@@ -501,5 +520,5 @@ def build_package(
         }
         _write_text(directory / MANIFEST, dump_json(manifest))
         note("Writing the zip…")
-        write_zip(directory, [README, MANIFEST, *DATASET_FILES], path)
+        write_zip(directory, [README, MANIFEST, *DATASET_FILES, *paper], path)
     return Written(rows, decided)

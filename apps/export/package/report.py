@@ -6,28 +6,11 @@ Both are functions of plain data, so that the same study always gives the same b
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-# Greek letters are the coefficients' usual names.
-METRICS: tuple[tuple[str, str], ...] = (
-    ("percent_agreement", "% agreement"),
-    ("cohen_kappa", "Cohen κ"),
-    ("fleiss_kappa", "Fleiss κ"),
-    ("krippendorff_alpha", "Krippendorff α"),  # noqa: RUF001
-    ("gwet_ac1", "Gwet AC1"),
-)
-SET_METRICS: tuple[tuple[str, str], ...] = (
-    ("krippendorff_alpha_masi", "α (MASI)"),  # noqa: RUF001
-    ("krippendorff_alpha_jaccard", "α (Jaccard)"),  # noqa: RUF001
-)
-
-
-def _number(value: object) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
+from apps.agreement.tables import ALL_ROUNDS_LABEL, round_label, rounds_table
+from apps.core.tables import to_markdown
 
 
 def _cell(text: str) -> str:
@@ -36,48 +19,31 @@ def _cell(text: str) -> str:
 
 def agreement_markdown(data: Mapping[str, Any], dimension_names: Mapping[str, str]) -> str:
     """The agreement report (`build.agreement_data`) as Markdown: per dimension, one table row per round
-    and one for all rounds together, the docs/design.md §6 coefficients; undefined values as "—" with their
-    reasons listed under the table."""
+    and one for all rounds together (`agreement.tables.rounds_table`, the table the dashboard downloads),
+    n being the items compared; undefined values as "—" with their reasons listed under the table."""
     lines = [
         "# Inter-annotator agreement",
         "",
         f"Computed on codebook version {data['codebook_version']}, at full depth of the category tree, "
         "from submitted annotations only (definitions: docs/design.md §6, docs/agreement.md). "
-        "`agreement.json` holds every figure, per category and per annotator pair too.",
+        "n is the number of items compared (rated by two or more annotators); alpha intervals are 95% "
+        f"bootstrap intervals ({data.get('bootstrap', '?')} replicates, seed {data.get('seed', '?')}), "
+        "as on the dashboard. `agreement.json` holds every figure, per category and per annotator pair too.",
         "",
     ]
     periods: list[tuple[str, Mapping[str, Any]]] = [
-        (f"{r['round']} ({_cell(r['name'])})" if r["name"] else str(r["round"]), r["dimensions"])
-        for r in data["rounds"]
+        (round_label(r["round"], r["name"]), r["dimensions"]) for r in data["rounds"]
     ]
-    periods.append(("all rounds", data["all_rounds"]))
+    periods.append((ALL_ROUNDS_LABEL, data["all_rounds"]))
     if not data["n_ratings"]:
         lines += ["The study has no submitted annotations: there is no agreement to report.", ""]
         return "\n".join(lines)
     for key, name in dimension_names.items():
         reports = [(label, per[key]) for label, per in periods if key in per]
-        multi = any("krippendorff_alpha_masi" in report for _, report in reports)
-        metrics = METRICS + (SET_METRICS if multi else ())
-        lines += [f"## {_cell(name)} (`{key}`)", ""]
-        header = ["Round", "items", "annotators", "ratings", *(label for _, label in metrics)]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|:---|" + "---:|" * (len(header) - 1))
-        reasons: list[str] = []
-        for label, report in reports:
-            if "error" in report:
-                lines.append(f"| {label} | " + " | ".join(["—"] * (len(header) - 1)) + " |")
-                reasons.append(f"- {label}: {report['error']}")
-                continue
-            cells = [label, *(_number(report[k]) for k in ("n_items", "n_annotators", "n_ratings"))]
-            cells += [_number(report.get(metric)) for metric, _ in metrics]
-            lines.append("| " + " | ".join(cells) + " |")
-            undefined = report.get("undefined", {})
-            for metric, metric_label in metrics:
-                if metric in undefined:
-                    reasons.append(f"- {label}, {metric_label}: {undefined[metric]}")
-        lines.append("")
-        if reasons:
-            lines += ["Undefined values:", "", *reasons, ""]
+        table = rounds_table(f"{_cell(name)} (`{key}`)", reports)
+        lines.append(to_markdown(replace(table, notes=()), heading=True))
+        if table.notes:
+            lines += ["Undefined values:", "", *(f"- {note}" for note in table.notes), ""]
     return "\n".join(lines)
 
 
@@ -113,6 +79,9 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |
 | `taxonomy_counts.tex` | the same as LaTeX tables (needs `\\usepackage{{booktabs}}`) |
 | `study.json` | the study's settings and members (usernames and roles) |
+| `paper/methods.md`, `.tex`, `references.bib` | the methods section, each paragraph naming its source |
+| `paper/figures/` | agreement, saturation, distribution, cross-tab heatmaps (SVG and PDF, 3.5 in) |
+| `paper/tables/` | cross-tabulations of consecutive dimensions (CSV, JSON, Markdown, LaTeX booktabs) |
 
 ## dataset.csv
 

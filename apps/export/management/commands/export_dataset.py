@@ -1,4 +1,5 @@
-"""``export_dataset STUDY --format csv|json|jsonl|xlsx|zip --output PATH [--raw] [filters]`` (docs/cli.md)."""
+"""``export_dataset STUDY --format csv|json|jsonl|xlsx|zip --output PATH [--raw] [filters]``, and
+``export_dataset STUDY --format paper --output DIR`` (the paper folder, docs/paper.md) (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.commands import get_study
+from apps.accounts.models import Study
 from apps.core.cli import BaseCommand, positive_int
 from apps.core.models import JobStatus
 from apps.core.output import OutputError, check_output_path
 from apps.export import services
+from apps.export.paper.data import PaperError
+from apps.export.paper.facts import write_paper
+
+PAPER = "paper"
 
 
 class Command(BaseCommand):
@@ -24,7 +30,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", metavar="STUDY")
-        parser.add_argument("--format", required=True, choices=services.FORMATS)
+        parser.add_argument("--format", required=True, choices=(*services.FORMATS, PAPER))
         parser.add_argument("--output", required=True, metavar="PATH", help="Where to write the file.")
         parser.add_argument(
             "--raw", action="store_true", help="Add every annotator's labels (and undecided items)."
@@ -42,6 +48,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
         output = Path(opts["output"])
+        if opts["format"] == PAPER:
+            self._paper(study, output)
+            return
         try:
             check_output_path(output)  # refused before any work; checked again before the rename
         except OutputError as exc:
@@ -70,3 +79,20 @@ class Command(BaseCommand):
         if job.status != JobStatus.SUCCEEDED:
             raise CommandError(f"Export #{job.pk} failed: {job.error or job.message}")
         self.stdout.write(f"{job.message} Written to {output} (sha256 {job.sha256}).")
+
+    def _paper(self, study: Study, output: Path) -> None:
+        """methods.md, methods.tex, references.bib, figures/ and tables/ into the folder `output` (made if
+        missing; an existing folder must be empty, so that no stale figure stays beside new ones)."""
+        if output.exists() and (not output.is_dir() or output.is_symlink()):
+            raise CommandError(f"--output: {output} exists and is not a folder; give a new or empty folder")
+        if output.is_dir() and any(output.iterdir()):
+            raise CommandError(f"--output: the folder {output} is not empty; give a new or empty folder")
+        try:
+            names = write_paper(study, output)
+        except PaperError as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"cannot write the paper folder {output}: {exc.strerror or exc}") from None
+        self.stdout.write(f"Wrote {len(names)} files to {output}: methods.md, methods.tex, references.bib, "
+                          f"{sum(n.startswith('figures/') for n in names)} figure files, "
+                          f"{sum(n.startswith('tables/') for n in names)} table files.")  # fmt: skip

@@ -1,0 +1,237 @@
+"""The study's facts for the methods section (`methods.MethodsData`), and the paper folder that
+``export_dataset --format paper`` writes and the replication package holds (docs/paper.md).
+
+Numbers come from the package's own readers (`package.build.sampling_data`, `agreement_data`), so the
+methods section states what ``sampling.json`` and ``agreement.json`` hold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Count
+
+from apps.accounts.models import Study
+from apps.adjudication.models import Decision, DecisionFinding, Provenance
+from apps.annotation.models import Assignment
+from apps.corpus.models import Item, Relevance
+from apps.export.package.build import agreement_data, sampling_data
+from apps.export.rows import gold_count_tables
+from apps.export.services import source_labels
+from apps.taxonomy.index import CodebookIndex
+from apps.taxonomy.models import ChangeKind, CodebookChange
+
+from . import artifacts, data, methods
+from . import crosstab as ct
+from .figures import FORMATS
+
+FIGURE_DIR = "figures"
+TABLE_DIR = "tables"
+
+
+def _agreement_facts(agreement: Mapping[str, Any], names: Mapping[str, str]) -> list[methods.AgreementFacts]:
+    out = []
+    periods = [(r["round"], r["dimensions"]) for r in agreement["rounds"]] + [(None, agreement["all_rounds"])]
+    for number, reports in periods:
+        for key, report in reports.items():
+            if "error" in report:
+                continue
+            ci = report.get("krippendorff_alpha_ci")
+            out.append(
+                methods.AgreementFacts(
+                    dimension=names.get(key, key),
+                    round=number,
+                    n=int(report.get("n_pairable", 0)),
+                    cohen_kappa=report.get("cohen_kappa"),
+                    fleiss_kappa=report.get("fleiss_kappa"),
+                    alpha=report.get("krippendorff_alpha"),
+                    alpha_ci=(ci[0], ci[1]) if ci else None,
+                    ac1=report.get("gwet_ac1"),
+                )
+            )
+    return out
+
+
+def methods_data(
+    study: Study,
+    index: CodebookIndex,
+    agreement: Mapping[str, Any],
+    saturations: list[data.Saturation],
+    *,
+    figures: tuple[methods.Artifact, ...] = (),
+    tables: tuple[methods.Artifact, ...] = (),
+) -> methods.MethodsData:
+    labels = source_labels()
+    items = Item.objects.filter(study=study)
+    sources = [
+        (labels.get(s, s), n)
+        for s, n in items.values_list("source").annotate(n=Count("id")).order_by("source")
+    ]
+    relevance = dict(items.values_list("relevance").annotate(n=Count("id")).order_by())
+    screening = [
+        (str(label).lower(), relevance[value]) for value, label in Relevance.choices if relevance.get(value)
+    ]
+    reasons = Counter(
+        items.filter(relevance=Relevance.IRRELEVANT)
+        .exclude(relevance_reason="")
+        .values_list("relevance_reason", flat=True)
+    )
+    submitted = Assignment.objects.filter(study=study, annotation__submitted_at__isnull=False)
+    per_round = {
+        number: (n_items, n_annotators)
+        for number, n_items, n_annotators in submitted.values_list("round__number")
+        .annotate(n_items=Count("item", distinct=True), n_annotators=Count("annotator", distinct=True))
+        .values_list("round__number", "n_items", "n_annotators")
+    }
+    rounds = [
+        methods.RoundFacts(
+            r["number"], r["name"], r["method"], r["size"], *per_round.get(r["number"], (0, 0))
+        )
+        for r in sampling_data(study)["rounds"]
+    ]
+    annotators = sorted(set(submitted.values_list("annotator__username", flat=True)))
+    names = {d.key: d.name for d in index.dimensions}
+    kinds = dict(ChangeKind.choices)
+    # The changes that made the first version (loading the codebook) are its content, not changes.
+    logged = CodebookChange.objects.filter(codebook__study=study)
+    first = min(logged.values_list("version", flat=True), default=0)
+    changes = logged.filter(version__gt=first).values_list("kind").annotate(n=Count("id")).order_by("kind")
+    decisions = dict(
+        Decision.objects.filter(study=study, is_current=True)
+        .values_list("provenance")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return methods.MethodsData(
+        study=study.name,
+        items=items.count(),
+        sources=tuple(sources),
+        screening=tuple(screening),
+        exclusion_reasons=tuple(reasons.most_common(5)),
+        rounds=tuple(rounds),
+        annotators=tuple(annotators),
+        agreement=tuple(_agreement_facts(agreement, names)),
+        bootstrap=int(agreement.get("bootstrap", 0)),
+        seed=int(agreement.get("seed", 0)),
+        codebook_version=index.version,
+        dimensions=tuple((d.name, len(index.categories_of(d.key))) for d in index.dimensions),
+        changes=tuple((str(kinds.get(kind, kind)).lower(), n) for kind, n in changes),
+        saturation=tuple(
+            methods.SaturationFacts(
+                s.dimension_name,
+                s.overall.items,
+                s.overall.total_codes,
+                s.overall.base,
+                s.overall.run,
+                s.overall.threshold,
+                s.overall.codes_in_base,
+                s.overall.saturation_item,
+            )
+            for s in saturations
+            if s.overall.items
+        ),
+        decisions=tuple(
+            (str(label).lower(), decisions[value])
+            for value, label in Provenance.choices
+            if decisions.get(value)
+        ),
+        findings=DecisionFinding.objects.filter(decision__study=study, decision__is_current=True).count(),
+        figures=figures,
+        tables=tables,
+    )
+
+
+def _write(path: Path, content: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        path.write_text(content, encoding="utf-8", newline="\n")
+    else:
+        path.write_bytes(content)
+
+
+def _dimension_pairs(index: CodebookIndex) -> list[tuple[str, str]]:
+    """The cross-tabs the paper folder holds: each dimension by the next one that applies on the same
+    findings (e.g. symptom by fix pattern), at the top level of the rows."""
+    keys = [d.key for d in index.dimensions]
+    return list(pairwise(keys))
+
+
+def write_paper(study: Study, directory: Path, *, agreement: Mapping[str, Any] | None = None) -> list[str]:
+    """Write the paper folder into `directory`: methods.md, methods.tex, references.bib, every figure as
+    SVG and PDF under figures/, the cross-tabs as CSV, JSON, Markdown and LaTeX under tables/. Returns
+    the written files' paths relative to `directory`, sorted."""
+    index = CodebookIndex.for_study(study)
+    agreement = agreement if agreement is not None else agreement_data(study, index)
+    written: list[str] = []
+
+    def put(name: str, content: bytes | str) -> None:
+        _write(directory / name, content)
+        written.append(name)
+
+    figure_list: list[methods.Artifact] = []
+    table_list: list[methods.Artifact] = []
+    saturations = []
+    count_tables = gold_count_tables(study, index, source_labels())
+    for dimension in index.dimensions:
+        key = dimension.key
+        saturation = data.saturation(study, key, index=index)
+        saturations.append(saturation)
+        name = dimension.name
+        draws: list[tuple[str, str, Callable[[str], bytes]]] = [
+            (
+                "saturation",
+                f"Saturation of {name}: distinct categories over the items in order of first submission.",
+                partial(artifacts.saturation_figure, study, saturation),
+            ),
+            (
+                "agreement",
+                f"{name}: agreement by round (Krippendorff's alpha with 95% bootstrap interval).",
+                partial(artifacts.agreement_figure, study, key, agreement=agreement),
+            ),
+            (
+                "distribution",
+                f"{name}: findings per category of the final decisions.",
+                partial(artifacts.distribution_figure, study, key, tables=count_tables),
+            ),
+        ]
+        for kind, caption, draw in draws:
+            try:
+                files = {fmt: draw(fmt) for fmt in FORMATS}
+            except data.PaperError:
+                continue  # nothing to draw for this dimension yet (no labels, no rounds, no decisions)
+            stem = f"{FIGURE_DIR}/{kind}-{key}"
+            for fmt, content in files.items():
+                put(f"{stem}.{fmt}", content)
+            figure_list.append(methods.Artifact(stem, caption, f"fig:{kind}-{key}"))
+    for rows, cols in _dimension_pairs(index):
+        table = data.crosstab(study, rows=rows, rows_level=1, cols=cols, index=index)
+        if not table.total:
+            continue
+        stem = f"{TABLE_DIR}/crosstab-{rows}-{cols}"
+        caption = f"{table.row_label} by {table.col_label}: findings of the final decisions"
+        put(f"{stem}.csv", ct.to_csv(table))
+        put(f"{stem}.json", ct.dump_json(table))
+        put(f"{stem}.md", ct.to_markdown(table, title=caption))
+        put(f"{stem}.tex", ct.to_latex(table, caption=caption, label=f"tab:crosstab-{rows}-{cols}"))
+        table_list.append(methods.Artifact(stem, caption, f"tab:crosstab-{rows}-{cols}"))
+        try:
+            heat = {fmt: artifacts.crosstab_figure(table, fmt) for fmt in FORMATS}
+        except data.PaperError:
+            continue
+        for fmt, content in heat.items():
+            put(f"{FIGURE_DIR}/crosstab-{rows}-{cols}.{fmt}", content)
+        figure_list.append(
+            methods.Artifact(f"{FIGURE_DIR}/crosstab-{rows}-{cols}", caption, f"fig:crosstab-{rows}-{cols}")
+        )
+    facts = methods_data(
+        study, index, agreement, saturations, figures=tuple(figure_list), tables=tuple(table_list)
+    )
+    put("methods.md", methods.to_markdown(facts))
+    put("methods.tex", methods.to_latex(facts))
+    put("references.bib", methods.BIBTEX)
+    return sorted(written)
