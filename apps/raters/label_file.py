@@ -4,7 +4,7 @@ Format: a header naming ``item, dimension, label`` and optionally ``finding``, `
 (any order, case-insensitive; any other column is refused). One row per chosen label:
 
 * ``item``: the item's URL; ``dimension``: a dimension key; ``label``: a category key or path of names
-  (resolved by the importer; a model has no *pending* value);
+  (resolved by the importer, which refuses *pending*: a model has no such value);
 * ``finding``: a whole number ≥ 1, default 1; ``sample``: which of the model's k samples, a whole number
   ≥ 0, default 0; ``round``: a round number, or empty: the label applies to the item wherever it is.
 
@@ -86,8 +86,6 @@ def parse_model_labels(text: str) -> list[ModelAnswerRows]:
             for name in REQUIRED:
                 if not value[name]:
                     problems.append(LabelProblem(row, name, "", "is empty"))
-            if value["label"].casefold() == "pending":
-                problems.append(LabelProblem(row, "label", value["label"], "a model has no pending value"))
             finding = _whole(value.get("finding") or "1", row, "finding", 1, MAX_FINDING, problems)
             sample = _whole(value.get("sample") or "0", row, "sample", 0, MAX_SAMPLE, problems)
             round_text = value.get("round", "")

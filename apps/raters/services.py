@@ -229,6 +229,9 @@ def _plan(
                 )  # fmt: skip
                 continue
             for text, text_row in texts:
+                if text.casefold() == "pending":
+                    problems.append(LabelProblem(text_row, "label", text, "a model has no pending value"))
+                    continue
                 category = _category(index, dimension.key, text)
                 if isinstance(category, str):
                     problems.append(LabelProblem(text_row, "label", text, category))
