@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Round
+from apps.core.models import Job
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Dimension
 
@@ -146,3 +147,45 @@ class ModelLabel(models.Model):
                 fields=["answer", "finding", "dimension", "category"], name="model_label_unique"
             )
         ]
+
+
+class RunScope(models.TextChoices):
+    ROUND = "round", "A round"
+    SAMPLE = "sample", "A seeded sample"
+    UNLABELLED = "unlabelled", "Items nobody labelled yet"
+
+
+class ModelRun(Job):
+    """One run of a rater over a round, a seeded sample, or the items nobody labelled yet: a job with
+    progress, cancellable (``cancel_requested``), resumable (answers it already has are not asked again).
+
+    Counts: ``asked`` requests answered, ``reused`` answers found from an earlier run, ``refused`` invalid
+    answers (stored as refusals), ``failed`` items the server gave no answer for after the retries
+    (nothing stored; a rerun asks again). ``model_ids`` are the model ids the server reported, in the
+    order first seen (more than one: the model changed during the run).
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="model_runs")
+    rater = models.ForeignKey(ModelRater, on_delete=models.CASCADE, related_name="runs")
+    scope = models.CharField(max_length=16, choices=RunScope.choices)
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    sample_size = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    asked = models.PositiveIntegerField(default=0)
+    reused = models.PositiveIntegerField(default=0)
+    refused = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    model_ids = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["study", "-created_at"], name="model_run_recent")]
+
+    def __str__(self) -> str:
+        return f"Run #{self.pk} of {self.rater_id}"
