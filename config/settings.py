@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "apps.corpus",
     "apps.taxonomy",
     "apps.annotation",
+    "apps.raters",
     "apps.agreement",
     "apps.adjudication",
     "apps.export",

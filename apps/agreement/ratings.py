@@ -41,6 +41,7 @@ from numpy.lib.recfunctions import structured_to_unstructured, unstructured_to_s
 
 from apps.accounts.models import User
 from apps.annotation.models import Finding, LabelValue, Round
+from apps.raters.ratings import model_columns, model_label_rows, rater_names
 from apps.taxonomy.index import CodebookIndex, DimensionInfo, UnknownDimensionError
 
 from .fetch import int_rows
@@ -190,10 +191,15 @@ def _label_rows(study: Study, dimension_ids: list[int]) -> IntArray:
     return np.column_stack([findings[finding[kept], 1:], values[kept, 1:]])
 
 
-def load_study_ratings(study: Study, *, dimension: str | None = None) -> StudyRatings:
+def load_study_ratings(
+    study: Study, *, dimension: str | None = None, raters: Sequence[str] | None = None
+) -> StudyRatings:
     """Read the study's submitted label values (all dimensions, or one) in a constant number of queries.
 
-    Raises RatingsError for an unknown ``dimension``.
+    Without ``raters``, every annotator's labels and no model's (model raters never count unless asked
+    for). With ``raters`` (annotators' usernames and model raters' names, ``NAME#k`` for a model's
+    sample k: `apps.raters.ratings`), the labels of exactly those; a model rater's column has a negative
+    id. Raises RatingsError for an unknown ``dimension`` or rater, or fewer than two raters.
     """
     index = CodebookIndex.for_study(study)
     rounds = tuple(
@@ -206,11 +212,43 @@ def load_study_ratings(study: Study, *, dimension: str | None = None) -> StudyRa
     dimension_ids = (
         [d.id for d in index.all_dimensions] if dimension is None else [partial.dimension(dimension).id]
     )
-    rows = _label_rows(study, dimension_ids).view(_ROW_DTYPE).reshape(-1)
-    annotators = dict(
-        User.objects.filter(pk__in=np.unique(rows["annotator"]).tolist()).values_list("id", "username")
-    )
+    label_rows = _label_rows(study, dimension_ids)
+    if raters is not None:
+        label_rows, annotators = _chosen_raters(study, label_rows, raters, dimension_ids)
+    rows = label_rows.view(_ROW_DTYPE).reshape(-1)
+    if raters is None:
+        annotators = dict(
+            User.objects.filter(pk__in=np.unique(rows["annotator"]).tolist()).values_list("id", "username")
+        )
     return StudyRatings(study.pk, index, rounds, annotators, rows)
+
+
+def _chosen_raters(
+    study: Study, rows: IntArray, names: Sequence[str], dimension_ids: list[int]
+) -> tuple[IntArray, dict[int, str]]:
+    """The rows of the named raters only (people's, then models'), and each column's name."""
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise RatingsError(f"--raters names {', '.join(repeated)} more than once")
+    if len(names) < 2:
+        raise RatingsError(
+            "--raters needs at least two raters (annotators' usernames or model raters' names)"
+        )
+    people = dict(User.objects.filter(username__in=list(names)).values_list("username", "id"))
+    models = model_columns(study, [n for n in names if n not in people])
+    unknown = [n for n in names if n not in people and n not in models]
+    if unknown:
+        labelled = User.objects.filter(pk__in=np.unique(rows[:, 2]).tolist()).order_by("username")
+        known = [*labelled.values_list("username", flat=True), *rater_names(study)]
+        raise RatingsError(
+            f"unknown rater(s) {', '.join(map(repr, unknown))}: not an annotator's username or a model "
+            f"rater of study {study.slug} (known: {', '.join(known) or 'none'}; NAME#k: sample k of a model)"
+        )
+    human = rows[np.isin(rows[:, 2], list(people.values()))]
+    model = model_label_rows(study, list(models.values()), dimension_ids)
+    extra = np.array(model, dtype=np.int64).reshape(-1, len(_COLUMNS))
+    annotators = {pk: name for name, pk in people.items()} | {c.id: c.name for c in models.values()}
+    return np.concatenate([human, extra]), annotators
 
 
 @dataclass(frozen=True, eq=False)

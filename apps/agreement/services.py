@@ -32,10 +32,11 @@ from apps.annotation.models import Annotation, LabelValue
 from apps.core.jobs import JobFailed, JobProgress, enqueue, is_stalled, run_job
 from apps.core.models import JobStatus
 from apps.corpus.models import Item
+from apps.raters import alt_test
 from apps.taxonomy.models import Codebook
 
 from . import freshness
-from .metrics import ConfusionMatrix, RatingTable, agreement_report, confusion_matrix
+from .metrics import ConfusionMatrix, MultiRatingTable, RatingTable, agreement_report, confusion_matrix
 from .models import AgreementSnapshot
 from .ratings import PENDING, DimensionTable, RatingsError, StudyRatings, build_table, load_study_ratings
 
@@ -51,6 +52,7 @@ __all__ = [
     "ConfusionCounts",
     "DashboardState",
     "RatingsError",
+    "alt_test_report",
     "cell_items",
     "command_snapshot",
     "confusion",
@@ -124,19 +126,31 @@ def command_snapshot(
     level: int | None = None,
     bootstrap: int | None = None,
     seed: int | None = None,
+    raters: Sequence[str] | None = None,
+    alt_test_rater: str | None = None,
+    epsilon: float = alt_test.DEFAULT_EPSILON,
+    q: float = alt_test.DEFAULT_Q,
     actor: User | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> AgreementSnapshot:
     """Compute ``agreement STUDY`` in the foreground and record it; ``snapshot.result`` is the output.
 
     The result is one `dimension_report` when ``dimension`` is given, else an object keyed by dimension
-    (every active dimension, in codebook order). Bad input (unknown dimension or round, level below 1, no
-    codebook) raises RatingsError before anything is written.
+    (every active dimension, in codebook order). ``raters`` narrows the table to those raters, people and
+    models alike (default: every annotator, no model). ``alt_test_rater`` adds each report's
+    ``alt_test``: that model rater against the people of the table (`alt_test_report`). Bad input
+    (unknown dimension, round or rater, level below 1, no codebook) raises RatingsError before anything
+    is written.
     """
-    ratings = load_study_ratings(study, dimension=dimension)
+    ratings = load_study_ratings(study, dimension=dimension, raters=raters)
     _check_request(ratings, dimension, round_number, level)
     if bootstrap is not None and bootstrap < 1:
         raise RatingsError(f"--bootstrap must be a positive number of replicates, got {bootstrap}")
+    alt_ratings = None
+    if alt_test_rater is not None:
+        alt_ratings = _alt_test_ratings(study, ratings, dimension, alt_test_rater)
+        if not 0 < q < 1 or not 0 <= epsilon < 1:
+            raise RatingsError(f"--q must lie in (0, 1) and --epsilon in [0, 1), got {q} and {epsilon}")
     snapshot = AgreementSnapshot.objects.create(
         study=study,
         round_id=ratings.check_round(round_number).id if round_number is not None else None,
@@ -150,10 +164,58 @@ def command_snapshot(
             "level": level,
             "bootstrap": bootstrap,
             "seed": seed,
+            "raters": list(raters) if raters is not None else None,
+            "alt_test": None
+            if alt_test_rater is None
+            else {"rater": alt_test_rater, "epsilon": epsilon, "q": q},
         },
         created_by=actor,
     )
-    return run_snapshot(snapshot, echo=echo, ratings=ratings)
+    return run_snapshot(snapshot, echo=echo, ratings=ratings, alt_ratings=alt_ratings)
+
+
+def _alt_test_ratings(study: Study, ratings: StudyRatings, dimension: str | None, rater: str) -> StudyRatings:
+    """The ratings the alternative-annotator test compares: the people of ``ratings`` and the model."""
+    people = [name for pk, name in sorted(ratings.annotators.items(), key=lambda kv: kv[1]) if pk >= 0]
+    if rater in people:
+        raise RatingsError(f"--alt-test takes a model rater's name; {rater!r} is an annotator")
+    if len(people) < 2:
+        raise RatingsError("the alternative-annotator test needs at least two annotators")
+    return load_study_ratings(study, dimension=dimension, raters=[*people, rater])
+
+
+def alt_test_report(
+    ratings: StudyRatings,
+    dimension_key: str,
+    rater: str,
+    *,
+    round_number: int | None,
+    level: int | None,
+    epsilon: float,
+    q: float,
+) -> dict[str, Any]:
+    """The ``alt_test`` object of ``agreement --alt-test`` for one dimension: `apps.raters.alt_test` on
+    the table of the people and the model (a multi-choice dimension's values compared as sets, by their
+    Jaccard similarity), each unit (round, item) an instance."""
+    table = build_table(ratings, dimension_key, round_number=round_number, level=level).table
+    columns = _labels_by_column(table)
+    model = columns.pop(rater, {})
+    people = {name: columns[name] for name in sorted(columns)}
+    return alt_test.alt_test(model, people, epsilon=epsilon, q=q).to_json(rater)
+
+
+def _labels_by_column(table: RatingTable | MultiRatingTable) -> dict[str, dict[str, alt_test.Label]]:
+    out: dict[str, dict[str, alt_test.Label]] = {name: {} for name in table.annotators}
+    if isinstance(table, RatingTable):
+        items, columns = np.nonzero(table.codes >= 0)
+        for i, a in zip(items.tolist(), columns.tolist(), strict=True):
+            out[table.annotators[a]][table.items[i]] = table.categories[int(table.codes[i, a])]
+        return out
+    items, columns = np.nonzero(table.rated)
+    for i, a in zip(items.tolist(), columns.tolist(), strict=True):
+        chosen = np.nonzero(table.present[i, a])[0].tolist()
+        out[table.annotators[a]][table.items[i]] = frozenset(table.categories[k] for k in chosen)
+    return out
 
 
 # ----------------------------------------------------------------------------------------- dashboard
@@ -297,6 +359,7 @@ def run_snapshot(
     *,
     echo: Callable[[str], None] | None = None,
     ratings: StudyRatings | None = None,
+    alt_ratings: StudyRatings | None = None,
 ) -> AgreementSnapshot:
     """Compute a queued (or claimed) snapshot and store its result and codebook version.
 
@@ -306,10 +369,16 @@ def run_snapshot(
     params = snapshot.params
 
     def work(progress: JobProgress) -> str:
-        nonlocal ratings
+        nonlocal ratings, alt_ratings
         try:
             if ratings is None:
-                ratings = load_study_ratings(snapshot.study, dimension=params.get("dimension"))
+                ratings = load_study_ratings(
+                    snapshot.study, dimension=params.get("dimension"), raters=params.get("raters")
+                )
+            if alt_ratings is None and params.get("alt_test"):
+                alt_ratings = _alt_test_ratings(
+                    snapshot.study, ratings, params.get("dimension"), params["alt_test"]["rater"]
+                )
             progress.note("Computing agreement")
             if params.get("kind") == "dashboard":
                 result: dict[str, Any] = _dashboard_result(
@@ -317,7 +386,7 @@ def run_snapshot(
                 )
                 message = f"Agreement on {len(result['dimensions'])} dimension(s)"
             else:
-                result, message = _command_result(ratings, params, progress)
+                result, message = _command_result(ratings, params, progress, alt_ratings)
         except RatingsError as exc:
             raise JobFailed(str(exc)) from exc
         snapshot.result = result
@@ -331,7 +400,10 @@ def run_snapshot(
 
 
 def _command_result(
-    ratings: StudyRatings, params: dict[str, Any], progress: JobProgress
+    ratings: StudyRatings,
+    params: dict[str, Any],
+    progress: JobProgress,
+    alt_ratings: StudyRatings | None = None,
 ) -> tuple[dict[str, Any], str]:
     dimension, round_number, level = params.get("dimension"), params.get("round"), params.get("level")
     keys = _check_request(ratings, dimension, round_number, level)
@@ -346,6 +418,17 @@ def _command_result(
             bootstrap=params.get("bootstrap"),
             seed=params.get("seed"),
         )
+        test = params.get("alt_test")
+        if test and alt_ratings is not None:
+            reports[key]["alt_test"] = alt_test_report(
+                alt_ratings,
+                key,
+                test["rater"],
+                round_number=round_number,
+                level=level,
+                epsilon=float(test["epsilon"]),
+                q=float(test["q"]),
+            )
         progress.advance(1, f"dimension {key}")
     result = reports[keys[0]] if dimension is not None else reports
     return result, f"Agreement on {len(keys)} dimension(s)"

@@ -96,6 +96,8 @@ def test_the_command_snapshot_records_who_what_and_on_which_codebook_version(
         "level": 1,
         "bootstrap": None,
         "seed": None,
+        "raters": None,
+        "alt_test": None,
     }
     assert snapshot.result["dimension"] == "kind" and snapshot.result["codebook_version"] == 3
     assert snapshot.progress_done == snapshot.progress_total == 1

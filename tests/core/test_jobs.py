@@ -27,7 +27,11 @@ from apps.corpus.params import FileParams
 from apps.corpus.services import create_import_job
 from apps.export.models import ExportJob
 from apps.export.services import create_export, is_downloadable, parse_options
+from apps.raters.models import ModelRun
+from apps.raters.runs import create_model_run
+from apps.raters.services import RaterSettings, add_model_rater
 from tests.api.world import World
+from tests.raters.fake_openai import FakeServer, fake_server
 
 
 def import_job(world: World, tmp_path: Path) -> Job:
@@ -45,16 +49,31 @@ def agreement_job(world: World, tmp_path: Path) -> Job:
     return AgreementSnapshot.objects.create(study=world.study, params=params, created_by=world.lead)
 
 
+_SERVERS: list[tuple[Any, FakeServer]] = []  # the open context too: collecting it would stop the server
+
+
+def model_run_job(world: World, tmp_path: Path) -> Job:
+    """A run of a model rater over round 1 against a local fake server (one per process, kept open)."""
+    if not _SERVERS:
+        context = fake_server(FakeServer())
+        _SERVERS.append((context, context.__enter__()))
+    settings = RaterSettings(kind="openai", base_url=_SERVERS[0][1].url, model="fake")
+    rater = add_model_rater(world.study, "fake-llm", settings, actor=world.lead)
+    return create_model_run(world.study, rater, round_number=1, actor=world.lead)
+
+
 # One way to make a job of each model, and how to tell it did its work.
 CASES: dict[type[Job], Callable[[World, Path], Job]] = {
     ImportJob: import_job,
     ExportJob: export_job,
     AgreementSnapshot: agreement_job,
+    ModelRun: model_run_job,
 }
 DONE: dict[type[Job], Callable[[Any], bool]] = {
     ImportJob: lambda job: job.created == 1,
     ExportJob: is_downloadable,
     AgreementSnapshot: lambda job: bool(job.result.get("dimensions")),
+    ModelRun: lambda job: job.asked > 0 and job.asked + job.reused == job.progress_total,
 }
 
 

@@ -1,7 +1,11 @@
 """``agreement``: inter-rater agreement of a ratings file or of a study (docs/design.md §4, §6).
 
     agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
-    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S] --format json|text
+    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S]
+        [--raters A,B,...] [--alt-test RATER [--epsilon 0.2] [--q 0.05]] --format json|text
+
+``--raters`` takes annotators' usernames and model raters' names alike (``NAME#k``: sample k of a model);
+``--alt-test`` adds the alternative-annotator test of a model rater (`apps.raters.alt_test`).
 
 Bad input (an unreadable or malformed ratings file, one annotator only, an unknown study, dimension or
 round, options of the other form) ends with a message naming the problem and exit status 2. The study form
@@ -22,6 +26,7 @@ from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
 from apps.core.cli import BaseCommand, positive_int, whole_number
 from apps.core.commands import input_file
+from apps.raters.alt_test import DEFAULT_EPSILON, DEFAULT_Q
 
 BAD_INPUT = 2
 
@@ -73,6 +78,16 @@ class Command(BaseCommand):
             metavar="S",
             help="random seed of the bootstrap",
         )
+        parser.add_argument(
+            "--raters",
+            metavar="A,B,...",
+            help="compare exactly these raters: usernames and model raters' names (NAME#k: sample k)",
+        )
+        parser.add_argument(
+            "--alt-test", metavar="RATER", help="add the alternative-annotator test of this model rater"
+        )
+        parser.add_argument("--epsilon", type=float, metavar="E", help="the alt-test's epsilon (default 0.2)")
+        parser.add_argument("--q", type=float, metavar="Q", help="the alt-test's FDR level (default 0.05)")
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -80,10 +95,13 @@ class Command(BaseCommand):
             raise _fail("give either a study slug or --ratings FILE.csv (not both, not neither)")
         if opts["seed"] is not None and opts["bootstrap"] is None:
             raise _fail("--seed needs --bootstrap B")
+        if opts["alt_test"] is None and (opts["epsilon"] is not None or opts["q"] is not None):
+            raise _fail(f"--{'epsilon' if opts['epsilon'] is not None else 'q'} needs --alt-test RATER")
         if opts["ratings"] is not None:
-            wrong = [flag for flag in ("dimension", "round", "level") if opts[flag] is not None]
+            flags = ("dimension", "round", "level", "raters", "alt_test")
+            wrong = [flag for flag in flags if opts[flag] is not None]
             if wrong:
-                raise _fail(f"--{wrong[0]} applies to a study, not to --ratings")
+                raise _fail(f"--{wrong[0].replace('_', '-')} applies to a study, not to --ratings")
             self._ratings(opts)
         else:
             wrong = [flag for flag in ("multi", "categories") if opts[flag]]
@@ -114,6 +132,10 @@ class Command(BaseCommand):
                 level=opts["level"],
                 bootstrap=opts["bootstrap"],
                 seed=opts["seed"],
+                raters=_names(opts["raters"]),
+                alt_test_rater=opts["alt_test"],
+                epsilon=DEFAULT_EPSILON if opts["epsilon"] is None else opts["epsilon"],
+                q=DEFAULT_Q if opts["q"] is None else opts["q"],
                 echo=lambda line: self.stderr.write(line),
             )
         except RatingsError as exc:
@@ -133,6 +155,15 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report, ensure_ascii=False))
         else:
             self.stdout.write(format_text(report, title))
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise _fail(f"--raters: an empty name in {text!r}; give names separated by commas")
+    return names
 
 
 def _title(slug: str, report: dict[str, Any]) -> str:
@@ -180,7 +211,31 @@ def format_text(report: dict[str, Any], title: str) -> str:
                 f"{names:<32}{pair['n']:>6}{_number(pair['percent_agreement']):>9}"
                 f"{_number(pair['cohen_kappa']):>9}"
             )
+    if report.get("alt_test"):
+        lines += ["", *format_alt_test(report["alt_test"])]
     if report["undefined"]:
         lines += ["", "n/a:"]
         lines += [f"  {key}: {reason}" for key, reason in report["undefined"].items()]
     return "\n".join(lines)
+
+
+def format_alt_test(test: dict[str, Any]) -> list[str]:
+    """The alternative-annotator test as lines of text."""
+    verdict = "passed" if test["passed"] else "not passed"
+    lines = [
+        f"alternative-annotator test of {test['rater']} "
+        f"(epsilon {test['epsilon']}, q {test['q']}): {verdict}",
+        f"winning rate {_number(test['winning_rate'])} · advantage probability "
+        f"{_number(test['advantage_probability'])} · items {test['n_items']}",
+    ]
+    if test["annotators"]:
+        lines.append(f"{'annotator':<24}{'n':>6}{'p':>12}{'rho':>9}  won")
+        for row in test["annotators"]:
+            p = "n/a" if row["p_value"] is None else f"{row['p_value']:.3g}"
+            won = "yes" if row["won"] else "no"
+            lines.append(f"{row['annotator']:<24}{row['n']:>6}{p:>12}{_number(row['rho']):>9}  {won}")
+    for name, n in test["skipped"].items():
+        lines.append(f"  {name} left out: {n} item(s) shared with the model and another annotator, below 30")
+    if test["reason"]:
+        lines.append(f"  {test['reason']}")
+    return lines

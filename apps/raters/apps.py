@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class RatersConfig(AppConfig):
+    name = "apps.raters"
+    label = "raters"
+    verbose_name = "Model raters"
+
+    def ready(self) -> None:
+        from apps.core.jobs import JobKind, register_kind
+
+        from .models import ModelRun
+        from .tasks import run_model_task
+
+        # A resent run resumes: what it stored is kept and not asked again (nothing to clean up).
+        register_kind(JobKind("model_run", ModelRun, run_model_task))
