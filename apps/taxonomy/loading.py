@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from django.apps import apps
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -33,6 +32,7 @@ from .codebook_spec import (
     walk_categories,
 )
 from .index import CodebookIndex
+from .label_stores import GOLD, store
 from .models import Category, CategoryStatus, ChangeKind, Codebook, Dimension
 from .services import ChangeSet, CodebookEditError, changing, check_single_choice
 
@@ -315,11 +315,10 @@ class _Applier:
 
 def gold_counts(book: Codebook) -> dict[tuple[str, str], int]:
     """(dimension key, category key) → gold labels of the current decisions: what taxonomy papers count."""
-    decision_value = apps.get_model("adjudication", "DecisionValue")
     rows = (
-        decision_value._default_manager.filter(
-            category__dimension__codebook=book, finding__decision__is_current=True
-        )
+        store(GOLD)
+        .counted()
+        .filter(category__dimension__codebook=book)
         .values_list("dimension__key", "category__key")
         .annotate(n=Count("id"))
     )

@@ -27,8 +27,8 @@ from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
 
+from .. import decided, services
 from .. import payload as pl
-from .. import services
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus
 from .common import request_user
@@ -61,7 +61,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         role,
         "queue",
         per_round=per_round,
-        open=list(rows.open().exclude(item__review__state=services.DECIDED)[:QUEUE_SIZE]),
+        open=list(rows.open().exclude(decided.reader().review_decided("item__"))[:QUEUE_SIZE]),
         submitted=list(rows.submitted().order_by("-submitted_at")[:50]),
         done=sum(r["done"] for r in per_round),
         total=sum(r["total"] for r in per_round),
