@@ -1,7 +1,7 @@
 """Codebook files in and out: `load_codebook` applies a file as recorded changes, `export_codebook` writes
 the codebook as JSON, YAML or Markdown (docs/design.md §4 ``load_codebook``, §5 codebook format).
 
-Loading compares the file with the active codebook (`codebook_spec.diff_codebooks`, categories matched by
+Loading compares the file with the active codebook (`codebook_diff.diff_codebooks`, categories matched by
 key within their dimension) and applies the difference through the same change set as the editor: one
 `CodebookChange` per difference, the version raised by exactly one, one `CodebookVersion` snapshot, all in
 one transaction under the codebook's row lock. The same file loaded twice finds no difference and changes
@@ -21,11 +21,10 @@ from django.utils import timezone
 
 from apps.accounts.models import Study, User
 
+from .codebook_diff import Change, diff_codebooks
+from .codebook_markdown import codebook_markdown
 from .codebook_spec import (
-    Change,
     CodebookSpec,
-    codebook_markdown,
-    diff_codebooks,
     dump_codebook,
     read_codebook,
     validate_codebook,
