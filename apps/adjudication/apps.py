@@ -6,10 +6,15 @@ class AdjudicationConfig(AppConfig):
     label = "adjudication"
 
     def ready(self) -> None:
+        from apps.annotation import decided
         from apps.annotation.signals import annotation_submitted
+        from apps.taxonomy import label_stores
         from apps.taxonomy.signals import categories_merged, labels_reassigned
 
-        from . import receivers
+        from . import readers, receivers
+
+        decided.provide(readers.DECIDED)
+        label_stores.register(label_stores.GOLD, readers.GOLD_STORE)
 
         annotation_submitted.connect(
             receivers.on_annotation_submitted, dispatch_uid="adjudication-consolidate"

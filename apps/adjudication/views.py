@@ -32,7 +32,7 @@ from apps.taxonomy.index import CodebookIndex
 
 from . import queries
 from .forms import QUEUE_FILTERS, DecisionForm, QueueFilterForm, encode_cursor, posted_findings
-from .models import Review
+from .models import Decision, Review
 from .queries import (
     ItemLabels,
     QueueFilters,
@@ -286,36 +286,45 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     decision = posted_findings(dict(data.lists())) or [{}]
     action = data.get("action", "save") or "save"
     form = DecisionForm(data)
-    status, extra = 200, {}
+    status, extra = 200, dict[str, Any]()
     if action != "save":
         decision = apply_action(sheet, decision, action, len(labels.annotations))
     elif form.is_valid():
-        try:
-            decide(
-                item,
-                [f for f in decision if any(f.values())],
-                actor=request.user,  # type: ignore[arg-type]
-                rationale=form.cleaned_data["rationale"] or "",
-                expected_decision_id=form.cleaned_data["expected_decision"],
-            )
-        except DecisionConflict as exc:
-            status = 409
-            extra = {"conflict": exc, "conflict_findings": _conflict_findings(index, exc)}
-            # Saving again now is a deliberate reversal of the decision the lead has just been shown.
-            form = DecisionForm(
-                {**data.dict(), "expected_decision": exc.current.pk if exc.current else ""},
-            )
-            form.is_valid()
-        except AdjudicationError as exc:
-            status, extra = 422, {"refusal": exc}
-        else:
+        refused = _save_decision(request, item, index, decision, form)
+        if refused is None:
             messages.success(request, f"Decision saved on “{item}”.")
             return _after_save(request, study, item, filter_form)
+        status, extra, form = refused
     else:
         status = 422
     extra["queue_query"] = queue_query
     ctx = _resolve_context(request, study, role, item, index, labels, sheet, decision, form, **extra)
     return render_page(request, "adjudication/resolve.html", ctx, partial="#decision-form", status=status)
+
+
+def _save_decision(
+    request: HtmxHttpRequest, item: Item, index: CodebookIndex, decision: list[Any], form: DecisionForm
+) -> tuple[int, dict[str, Any], DecisionForm] | None:
+    """`services.decide` with the lead's findings: None when saved; else the status, what the page says
+    (the decision that won, or the refusal) and the form to show again."""
+    try:
+        decide(
+            item,
+            [f for f in decision if any(f.values())],
+            actor=request.user,  # type: ignore[arg-type]
+            rationale=form.cleaned_data["rationale"] or "",
+            expected_decision_id=form.cleaned_data["expected_decision"],
+        )
+    except DecisionConflict as exc:
+        # Saving again now is a deliberate reversal of the decision the lead has just been shown.
+        again = DecisionForm(
+            {**request.POST.dict(), "expected_decision": exc.current.pk if exc.current else ""}
+        )
+        again.is_valid()
+        return 409, {"conflict": exc, "conflict_findings": _conflict_findings(index, exc)}, again
+    except AdjudicationError as exc:
+        return 422, {"refusal": exc}, form
+    return None
 
 
 @login_required
@@ -368,8 +377,26 @@ def item_history(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpRespo
     labels = item_labels(item)
     names = _annotator_names(study.show_annotator_names, labels)
     name_of = {a.pk: n for a, n in zip(labels.annotations, names, strict=True)}
+    entries = _history_entries(index, queries.history(item), name_of)
+    ctx = study_context(
+        study,
+        role,
+        "disagreements",
+        item=item,
+        entries=entries,
+        blocks=_template_blocks(_sheet(index, labels).blocks([]), names, {}),
+        labels=labels,
+        memos=list(zip(names, [a.memo for a in labels.annotations], strict=True)),
+    )
+    return render(request, "adjudication/history.html", ctx)
+
+
+def _history_entries(
+    index: CodebookIndex, decisions: list[Decision], name_of: dict[int, str]
+) -> list[dict[str, Any]]:
+    """Each decision of the item as its history shows it: status, labels by finding, what it changed for
+    each annotator (named by `name_of`, annotation id → name), what it superseded."""
     entries = []
-    decisions = queries.history(item)
     superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
     for decision in decisions:
         values: dict[int, list[tuple[str, str]]] = {}
@@ -402,17 +429,7 @@ def item_history(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpRespo
                 "override": (decision.changes or {}).get("override", False),
             }
         )
-    ctx = study_context(
-        study,
-        role,
-        "disagreements",
-        item=item,
-        entries=entries,
-        blocks=_template_blocks(_sheet(index, labels).blocks([]), names, {}),
-        labels=labels,
-        memos=list(zip(names, [a.memo for a in labels.annotations], strict=True)),
-    )
-    return render(request, "adjudication/history.html", ctx)
+    return entries
 
 
 def _dimension_name(index: CodebookIndex, dimension_id: int) -> str:

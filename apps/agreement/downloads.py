@@ -19,9 +19,10 @@ from apps.core.tables import CONTENT_TYPES, Table, render
 from apps.taxonomy.index import CodebookIndex
 
 from . import services, tables
+from .dashboard_figures import category_names, level_param, round_param
 from .models import AgreementSnapshot
 from .services import ALL_ROUNDS, RatingsError
-from .views import _actor, _category_names, _level, _round
+from .views import _actor
 
 
 def current_snapshot(request: HtmxHttpRequest, study: Study, level: int | None) -> AgreementSnapshot | None:
@@ -41,7 +42,7 @@ def table(request: HtmxHttpRequest, slug: str, name: str, fmt: str) -> HttpRespo
     if name not in tables.TABLES or fmt not in CONTENT_TYPES:
         raise Http404("no such table or format: tables are summary, rounds, categories, pairs, confusion; "
                       "formats csv, md, tex")  # fmt: skip
-    level = _level(request.GET.get("level"))
+    level = level_param(request.GET.get("level"))
     snapshot = current_snapshot(request, study, level)
     if snapshot is None or not snapshot.result.get("dimensions"):
         return HttpResponse(
@@ -81,7 +82,7 @@ def _build(
     report = chosen["reports"][scope]
     title = f"{chosen['name']}, {scope_label}{depth}"
     if name == "categories":
-        names = _category_names(CodebookIndex.for_study(study), chosen["key"])
+        names = category_names(CodebookIndex.for_study(study), chosen["key"])
         return tables.categories_table(f"{title}: per category", report, names)
     if name == "pairs":
         return tables.pairs_table(f"{title}: per annotator pair", report)
@@ -89,6 +90,6 @@ def _build(
     if not a or not b or a == b:
         raise RatingsError("the confusion matrix needs two different annotators: add ?a=NAME&b=NAME")
     matrix = services.confusion_counts(
-        study, chosen["key"], round_number=_round(scope), level=level, a=a, b=b
+        study, chosen["key"], round_number=round_param(scope), level=level, a=a, b=b
     )
     return tables.confusion_table(f"{title}: {a} (rows) by {b} (columns)", matrix.labels, matrix.counts, a, b)

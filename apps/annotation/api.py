@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import Conflict, Refused, refuse
 
-from . import services
+from . import decided, services
 from .models import Annotation, AnnotationQuerySet, Assignment, Round
 from .serializers import (
     AnnotationSerializer,
@@ -195,7 +195,7 @@ class MyQueue(StudyListAPIView[Assignment]):
 
     def get_queryset(self) -> QuerySet[Assignment]:
         mine = Assignment.objects.for_annotator(self.user).filter(study=self.study).open()
-        mine = mine.exclude(item__review__state=services.DECIDED)
+        mine = mine.exclude(decided.reader().review_decided("item__"))
         return _with_refs(mine).annotate(round_number=F("round__number"))
 
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand as DjangoBaseCommand
 from django.core.management.base import CommandError, CommandParser
+
+from .timestamps import iso_utc
 
 __all__ = [
     "USAGE_ERROR",
@@ -85,17 +87,12 @@ def non_negative_number(text: str) -> float:
 def iso_datetime(text: str) -> datetime:
     """An ISO 8601 date or date-time (``2021-06-01``, ``2021-06-01T12:00:00Z``) as an aware UTC datetime;
     a date is its midnight, a time without offset is UTC."""
-    value = text.strip()
     try:
-        if len(value) == 10:
-            day = date.fromisoformat(value)
-            return datetime(day.year, day.month, day.day, tzinfo=UTC)
-        moment = datetime.fromisoformat(value)
+        return iso_utc(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"must be an ISO date such as 2021-06-01 or 2021-06-01T12:00:00Z, got {text!r}"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def http_url(text: str) -> str:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from apps.core.timestamps import iso_utc
 
 BodyFormat = Literal["markdown", "html", "text"]
 BODY_FORMATS: tuple[BodyFormat, ...] = ("markdown", "html", "text")
@@ -320,15 +322,9 @@ def parse_timestamp(value: str | int | float) -> datetime:
     if re.fullmatch(r"\d{9,11}", text):
         return datetime.fromtimestamp(int(text), tz=UTC)
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            day = date.fromisoformat(text)
-            return datetime(day.year, day.month, day.day, tzinfo=UTC)
-        parsed = datetime.fromisoformat(text)
+        return iso_utc(text)
     except ValueError:
         raise ValueError(f"not an ISO 8601 date or time: {value!r}") from None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 def split_tags(value: str) -> list[str]:

@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.accounts.models import Study
-from apps.adjudication.models import Decision, DecisionValue
-from apps.annotation.models import LabelValue
+from apps.adjudication.services.writes import delete_study_gold
+from apps.annotation.writes import delete_study_labels
 from apps.corpus.models import ImportJob
 from apps.taxonomy.models import Category, Codebook, Dimension
 
@@ -64,9 +64,8 @@ def delete_study(study: Study) -> None:
     """Delete `study` and every row of it (items, codebook, rounds, labels, decisions, jobs)."""
     with transaction.atomic():
         files = _owned_paths(study)
-        DecisionValue.objects.filter(finding__decision__study=study).delete()
-        Decision.objects.filter(study=study).update(supersedes=None)
-        LabelValue.objects.filter(finding__annotation__assignment__study=study).delete()
+        delete_study_gold(study)
+        delete_study_labels(study)
         Dimension.objects.filter(codebook__study=study).update(applies_when_category=None)
         categories = Category.objects.filter(dimension__codebook__study=study)
         categories.update(parent=None)

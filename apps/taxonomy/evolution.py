@@ -2,7 +2,7 @@
 Pure: no Django.
 
 `version_diff` names every difference between two versions in the terms of a paper: *added*, *renamed*,
-*moved*, *merged*, *split*, *retired*, *redefined*. The snapshot diff (`codebook_spec.diff_codebooks`)
+*moved*, *merged*, *split*, *retired*, *redefined*. The snapshot diff (`codebook_diff.diff_codebooks`)
 sees a merge or a split only as a category gone, so the change log between the two versions says which
 of the gone categories were merged (into what) or split (into which parts).
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .codebook_spec import CodebookSpec, diff_codebooks
+from .codebook_diff import diff_codebooks
+from .codebook_spec import CodebookSpec
 
 WORDS = {
     "add": "added",

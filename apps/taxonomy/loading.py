@@ -1,7 +1,7 @@
 """Codebook files in and out: `load_codebook` applies a file as recorded changes, `export_codebook` writes
 the codebook as JSON, YAML or Markdown (docs/design.md §4 ``load_codebook``, §5 codebook format).
 
-Loading compares the file with the active codebook (`codebook_spec.diff_codebooks`, categories matched by
+Loading compares the file with the active codebook (`codebook_diff.diff_codebooks`, categories matched by
 key within their dimension) and applies the difference through the same change set as the editor: one
 `CodebookChange` per difference, the version raised by exactly one, one `CodebookVersion` snapshot, all in
 one transaction under the codebook's row lock. The same file loaded twice finds no difference and changes
@@ -15,24 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from django.apps import apps
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
 
+from .codebook_diff import Change, diff_codebooks
+from .codebook_markdown import codebook_markdown
 from .codebook_spec import (
-    Change,
     CodebookSpec,
-    codebook_markdown,
-    diff_codebooks,
     dump_codebook,
     read_codebook,
     validate_codebook,
     walk_categories,
 )
 from .index import CodebookIndex
+from .label_stores import GOLD, store
 from .models import Category, CategoryStatus, ChangeKind, Codebook, Dimension
 from .services import ChangeSet, CodebookEditError, changing, check_single_choice
 
@@ -315,11 +314,10 @@ class _Applier:
 
 def gold_counts(book: Codebook) -> dict[tuple[str, str], int]:
     """(dimension key, category key) → gold labels of the current decisions: what taxonomy papers count."""
-    decision_value = apps.get_model("adjudication", "DecisionValue")
     rows = (
-        decision_value._default_manager.filter(
-            category__dimension__codebook=book, finding__decision__is_current=True
-        )
+        store(GOLD)
+        .counted()
+        .filter(category__dimension__codebook=book)
         .values_list("dimension__key", "category__key")
         .annotate(n=Count("id"))
     )

@@ -10,8 +10,8 @@ it, and are read here from the source with `ast`:
   of pyproject.toml's import-linter contract: above it, or beside it on the same level. The app must be
   named in a literal, so that this check can read it.
 
-The violations that exist today are listed below, each with its reason and the point of issue #19 that
-removes it. A new violation fails; so does an entry that no longer matches (the list only shrinks).
+There are none today (issue #19 point 2 removed the last: docs/decisions/0006-one-writer-per-table.md). A
+new violation fails; so does an allowlist entry that no longer matches (the lists only shrink).
 """
 
 from __future__ import annotations
@@ -28,27 +28,60 @@ from django.apps import apps
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ROOT / "apps"
 
-# (file, another app's table it names in a string) → why it is still there.
-ALLOWED_TABLES: dict[tuple[str, str], str] = {
-    ("apps/annotation/services/submit_sql.py", "adjudication_review"): (
-        "the next open item and the submission skip decided items by reading the Review: issue #19 point 2"
-    ),
-    ("apps/annotation/services/submit_sql.py", "adjudication_decision"): (
-        "the submission refuses an item with a current decision by reading it: issue #19 point 2"
-    ),
-}
+# (file, another app's table it names in a string) → why it is still there. Empty since issue #19 point 2:
+# a new entry needs a reason and the point of an issue that removes it.
+ALLOWED_TABLES: dict[tuple[str, str], str] = {}
 
-# (file, "app_label.Model" it gets through .get_model) → why it is still there.
-ALLOWED_GET_MODEL: dict[tuple[str, str], str] = {
-    ("apps/taxonomy/services/labels.py", "annotation.LabelValue"): (
-        "a merge, split or rejection moves annotators' labels itself: issue #19 point 2"
-    ),
-    ("apps/taxonomy/services/labels.py", "adjudication.DecisionValue"): (
-        "a merge, split or rejection moves gold labels itself: issue #19 point 2"
-    ),
-    ("apps/taxonomy/loading.py", "adjudication.DecisionValue"): (
-        "gold_counts reads the current decisions' labels for the codebook export: issue #19 point 2"
-    ),
+# (file, "app_label.Model" it gets through .get_model) → why it is still there. Empty since issue #19
+# point 2 (the codebook reaches labels through `taxonomy/label_stores.py`).
+ALLOWED_GET_MODEL: dict[tuple[str, str], str] = {}
+
+
+# (file, Model of another app it writes) → why it is still there. The label tables (annotation's
+# Annotation, Finding, LabelValue; adjudication's Review, Decision, DecisionFinding, DecisionValue) may
+# never be listed: `test_the_label_tables_have_one_writer`.
+_RESTORE = (
+    "the package restore writes a new study's rows of every app; its label tables go through their owners' "
+    "writes"
+)
+_DEMO = (
+    "deleting the demo study clears what blocks the cascade; its label tables go through their owners' writes"
+)
+ALLOWED_WRITES: dict[tuple[str, str], str] = {
+    (
+        "apps/annotation/services/rounds.py",
+        "Item",
+    ): "screening writes the items' relevance (corpus has no service for it)",
+    ("apps/export/demo.py", "Dimension"): _DEMO,
+    ("apps/export/demo.py", "Codebook"): _DEMO,
+    ("apps/export/management/commands/load_demo.py", "Study"): "the demo study is created by the top app",
+    ("apps/export/management/commands/load_demo.py", "Round"): "the demo's rounds are dated back",
+    ("apps/export/package/restore.py", "Study"): _RESTORE,
+    ("apps/export/package/restore.py", "Membership"): _RESTORE,
+    ("apps/export/package/restore_items.py", "Item"): _RESTORE,
+    ("apps/export/package/restore_items.py", "ItemComment"): _RESTORE,
+    ("apps/export/package/restore_labels.py", "Round"): _RESTORE,
+    ("apps/export/package/restore_labels.py", "RoundItem"): _RESTORE,
+    ("apps/export/package/restore_labels.py", "Assignment"): _RESTORE,
+    ("apps/export/package/writing.py", "User"): _RESTORE,
+    ("apps/export/package/writing.py", "Codebook"): _RESTORE,
+    ("apps/export/package/writing.py", "Dimension"): _RESTORE,
+    ("apps/export/package/writing.py", "Category"): _RESTORE,
+    ("apps/export/package/writing.py", "CodebookVersion"): _RESTORE,
+    ("apps/export/package/writing.py", "CodebookChange"): _RESTORE,
+}
+LABEL_TABLES = {
+    "annotation": {"Annotation", "Finding", "LabelValue"},
+    "adjudication": {"Review", "Decision", "DecisionFinding", "DecisionValue"},
+}
+WRITE_METHODS = {
+    "create",
+    "bulk_create",
+    "update",
+    "delete",
+    "get_or_create",
+    "update_or_create",
+    "bulk_update",
 }
 
 
@@ -130,6 +163,57 @@ def get_model_violations() -> dict[tuple[str, str], list[int]]:
     return found
 
 
+def _root(node: ast.AST) -> tuple[str | None, bool]:
+    """The name a call chain starts from (`LabelValue` in `LabelValue.objects.filter(...).delete`) and
+    whether the chain goes through a manager (`objects`, `_default_manager`)."""
+    manager = False
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            manager = manager or node.attr in ("objects", "_default_manager")
+            node = node.value
+        else:
+            return (node.id if isinstance(node, ast.Name) else None), manager
+
+
+def written_models(source: str, own_app: str) -> Iterator[tuple[int, str]]:
+    """(line, Model) for every write of `source` on a model imported from another app's `models`: a
+    manager's create / update / delete / bulk_* (however filtered first), or `insert_rows(Model, ...)`."""
+    tree = ast.parse(source)
+    foreign = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("apps.")
+        and (node.module or "").endswith(".models")
+        and (node.module or "").split(".")[1] != own_app
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in WRITE_METHODS:
+            name, manager = _root(func.value)
+            if manager and name in foreign:
+                yield node.lineno, name
+        elif isinstance(func, ast.Name) and func.id == "insert_rows" and node.args:
+            name, _ = _root(node.args[0])
+            if name in foreign:
+                yield node.lineno, name
+
+
+def write_violations() -> dict[tuple[str, str], list[int]]:
+    found: dict[tuple[str, str], list[int]] = {}
+    for path, app, source in app_sources():
+        if "/migrations/" in path:
+            continue
+        for line, model in written_models(source, app):
+            found.setdefault((path, model), []).append(line)
+    return found
+
+
 def test_every_app_has_a_layer() -> None:
     ours = {c.name.removeprefix("apps.") for c in apps.get_app_configs() if c.name.startswith("apps.")}
     assert ours == set(layer_ranks())
@@ -145,10 +229,24 @@ def test_no_app_gets_a_model_of_an_app_not_below_it() -> None:
     assert not new, f"apps.get_model on an app above or beside (file, model) → lines: {new}"
 
 
+def test_no_app_writes_another_apps_tables() -> None:
+    new = {key: lines for key, lines in write_violations().items() if key not in ALLOWED_WRITES}
+    assert not new, f"another app's model written (file, model) → lines; call its writes module: {new}"
+
+
+def test_the_label_tables_have_one_writer() -> None:
+    """Annotation writes its labels, adjudication its reviews and decisions; nobody else, not even with a
+    reason (docs/decisions/0006-one-writer-per-table.md)."""
+    labels = {model for models in LABEL_TABLES.values() for model in models}
+    assert not [key for key in (*ALLOWED_WRITES, *write_violations()) if key[1] in labels]
+
+
 def test_the_allowlists_hold_no_stale_entry() -> None:
     """An allowed violation that is gone must leave the list, so that it cannot come back unnoticed."""
-    stale = (ALLOWED_TABLES.keys() - table_violations().keys()) | (
-        ALLOWED_GET_MODEL.keys() - get_model_violations().keys()
+    stale = (
+        (ALLOWED_TABLES.keys() - table_violations().keys())
+        | (ALLOWED_GET_MODEL.keys() - get_model_violations().keys())
+        | (ALLOWED_WRITES.keys() - write_violations().keys())
     )
     assert not stale, f"fixed: remove these entries from tests/core/test_layering.py: {sorted(stale)}"
 
@@ -161,6 +259,18 @@ def test_every_module_that_says_it_is_pure_is_in_the_pure_contract() -> None:
         if re.search(r"\bPure\b|\b[Nn]o Django\b", ast.get_docstring(ast.parse(source)) or ""):
             says_pure.add(path.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
     assert says_pure == set(contract("pure")["source_modules"])
+
+
+def test_a_write_on_another_apps_model_is_found_through_filters_and_bulk_inserts() -> None:
+    source = """
+from apps.annotation.models import LabelValue as LV, Round
+from .models import Decision
+LV.objects.filter(category=c).update(category=t)
+insert_rows(Round, rows)
+Decision.objects.create(item=i)
+LV.objects.filter(category=c).count()
+"""
+    assert sorted(written_models(source, "adjudication")) == [(4, "LV"), (5, "Round")]
 
 
 def test_a_table_name_in_sql_is_found_as_a_word_only() -> None:

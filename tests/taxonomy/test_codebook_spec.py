@@ -13,15 +13,14 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from apps.taxonomy.codebook_diff import Change, diff_codebooks
+from apps.taxonomy.codebook_markdown import codebook_markdown
 from apps.taxonomy.codebook_spec import (
     CategorySpec,
-    Change,
     CodebookError,
     CodebookSpec,
     DimensionSpec,
-    codebook_markdown,
     codebook_to_data,
-    diff_codebooks,
     dump_codebook,
     format_of,
     parse_codebook,

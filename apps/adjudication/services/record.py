@@ -1,14 +1,14 @@
-"""Recording a decision and a Review's state: the writes that consolidation, the lead's decision and
-the import share. A new current decision supersedes the previous one (kept, not current), never
-overwrites it; every function runs inside the caller's transaction, which holds the item's or the
-Review's row lock (see the package's locking contract)."""
+"""Recording a decision: what a new current decision holds (`new_decision`, its `changes`), written
+through `writes.py` (`record_decision`), which also holds the Review's writes these modules share
+(`create_review`, `save_review`, `withdraw`, re-exported here). A new current decision supersedes the
+previous one (kept, not current), never overwrites it; every function runs inside the caller's
+transaction, which holds the item's or the Review's row lock (see the package's locking contract)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import User
@@ -16,57 +16,27 @@ from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
 from ..consolidation import PENDING, Findings, change
-from ..models import Decision, DecisionFinding, DecisionValue, Provenance, Review
+from ..models import Decision, Provenance
 from ..queries import (
     ItemLabels,
     decision_findings,
 )
 from .errors import DecisionConflict, conflict_message
-from .sql import GoldValue, NewDecision, insert_decision
+from .sql import GoldValue, NewDecision
+from .writes import create_review, insert_decision, save_review, supersede, withdraw
+
+__all__ = [
+    "AUTOMATIC",
+    "Gold",
+    "create_review",
+    "new_decision",
+    "record_decision",
+    "save_review",
+    "withdraw",
+]
 
 AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
 Gold = list[dict[str, frozenset[int]]]
-
-
-def create_review(item: Item, state: str, dimensions: list[str], round_id: int | None) -> Review:
-    """The item's first Review, written with its state in one insert (the item row is locked)."""
-    fields = {
-        "item": item,
-        "study_id": item.study_id,
-        "round_id": round_id,
-        "state": state,
-        "disagreeing_dimensions": dimensions,
-        "updated_at": timezone.now(),
-    }
-    if connection.vendor == "postgresql":  # the item's row lock keeps every other writer of it waiting
-        return Review.objects.create(**fields)
-    try:
-        with transaction.atomic():
-            return Review.objects.create(**fields)
-    except IntegrityError:
-        # Only without row locks (SQLite) can another transaction have created it since our read.
-        review = Review.objects.select_for_update().get(item=item)
-        save_review(review, state, dimensions, round_id, force=True)
-        return review
-
-
-def save_review(
-    review: Review, state: str, dimensions: list[str], round_id: int | None, *, force: bool = False
-) -> None:
-    changed = force or review.state != state or list(review.disagreeing_dimensions or []) != dimensions
-    if not changed and review.round_id == round_id:
-        return
-    review.state = state
-    review.disagreeing_dimensions = dimensions
-    if round_id is not None:
-        review.round_id = round_id
-    if changed:
-        review.updated_at = timezone.now()
-    review.save(update_fields=["state", "disagreeing_dimensions", "round", "updated_at"])
-
-
-def withdraw(decision: Decision) -> None:
-    Decision.objects.filter(pk=decision.pk).update(is_current=False)
 
 
 def record_decision(
@@ -85,31 +55,13 @@ def record_decision(
     """Write a new current decision superseding `previous` (inside the caller's transaction)."""
     index = index or CodebookIndex.for_study(item.study)
     # Only the row still current may be superseded: 0 rows means someone else got there first.
-    if previous is not None and not Decision.objects.filter(pk=previous.pk, is_current=True).update(
-        is_current=False
-    ):
+    if previous is not None and not supersede(previous):
         raise DecisionConflict(conflict_message(None, previous.pk), None)
     new = new_decision(
         item, gold, provenance, labels, previous=previous, actor=actor, rationale=rationale,
         round_id=round_id, override=override, index=index,
     )  # fmt: skip
-    if connection.vendor == "postgresql":
-        return insert_decision(new)
-    decision = Decision.objects.create(**new.fields)
-    findings = DecisionFinding.objects.bulk_create(
-        DecisionFinding(decision=decision, number=number) for number in range(1, new.findings + 1)
-    )
-    DecisionValue.objects.bulk_create(
-        DecisionValue(finding=findings[v.number - 1], dimension_id=v.dimension_id, category_id=v.category_id)
-        for v in new.values
-    )
-    if new.sources:
-        # A new decision has no source rows yet: insert them, skipping the read `set()` would make.
-        through = Decision.source_annotations.through
-        through.objects.bulk_create(
-            [through(decision_id=decision.pk, annotation_id=pk) for pk in new.sources]
-        )
-    return decision
+    return insert_decision(new)
 
 
 def new_decision(

@@ -10,11 +10,10 @@ Each write runs in one `transaction.atomic`. Locking contracts:
 
 `annotation_submitted` is sent inside the submitting transaction: the adjudication app's receivers
 run in it, so a failing receiver rolls the submission back. This module never imports adjudication;
-whether an item is decided is read through the reverse relations of `Item` (`review`, `decisions`).
+whether an item is decided is adjudication's fact, read through the reader it provides (`decided.py`).
 """
 
 from .common import (
-    DECIDED,
     AlreadyDecided,
     AnnotationError,
     ImportLabelsError,
@@ -47,7 +46,6 @@ from .rounds import (
 )
 
 __all__ = [
-    "DECIDED",
     "AddResult",
     "AlreadyDecided",
     "AnnotationError",

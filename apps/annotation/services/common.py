@@ -13,10 +13,10 @@ from apps.taxonomy.index import CodebookIndex
 
 from .. import payload as pl
 from ..completion import MIN_ANNOTATIONS, ready
+from ..decided import decided_q
 from ..label_file import LabelProblem, report
 from ..models import Annotation, Assignment, AssignmentStatus, Round, overlap_of
 
-DECIDED = "decided"  # adjudication's ReviewState.DECIDED, read without importing adjudication
 MAX_SECONDS_PER_ITEM = 3 * 3600
 MAX_DRAFT_CHARS = 200_000
 
@@ -135,16 +135,11 @@ def _build(index: CodebookIndex) -> LoadedCodebook:
 
 def decided_item_ids(item_ids: Iterable[int]) -> set[int]:
     """Items (of `item_ids`) that are decided: their review says so or a current decision exists. One
-    query; adjudication's tables are read through `Item`'s reverse relations, never imported."""
+    query; what "decided" means is adjudication's reader (`decided.decided_q`), never imported."""
     ids = list(item_ids)
     if not ids:
         return set()
-    return set(
-        Item.objects.filter(pk__in=ids)
-        .filter(Q(review__state=DECIDED) | Q(decisions__is_current=True))
-        .values_list("pk", flat=True)
-        .distinct()
-    )
+    return set(Item.objects.filter(pk__in=ids).filter(decided_q()).values_list("pk", flat=True).distinct())
 
 
 ROUND_COMPLETE = "Every annotator of this item has submitted: its labels are final and can no longer change."

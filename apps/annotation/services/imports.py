@@ -28,6 +28,7 @@ from ..models import (
     SampleMethod,
 )
 from ..signals import annotation_submitted
+from ..writes import write_findings
 from .common import (
     ImportLabelsError,
     LoadedCodebook,
@@ -36,7 +37,6 @@ from .common import (
     lock_study,
     stored_labels,
 )
-from .labelling import write_findings
 
 
 @dataclass

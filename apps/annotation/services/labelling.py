@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -20,13 +21,11 @@ from ..models import (
     Annotation,
     Assignment,
     AssignmentStatus,
-    Finding,
-    LabelValue,
 )
 from ..signals import annotation_submitted
+from ..writes import write_findings
 from . import submit_sql
 from .common import (
-    DECIDED,
     MAX_DRAFT_CHARS,
     MAX_SECONDS_PER_ITEM,
     AlreadyDecided,
@@ -287,72 +286,32 @@ def _submit_short(
     )
 
 
-def write_findings(
-    annotations: Sequence[tuple[Annotation, Sequence[Mapping[str, pl.Value]]]],
-    book: LoadedCodebook,
-    originals: Mapping[tuple[int, int, str, str], str] | None = None,
-) -> None:
-    """Create the findings and label values of annotations (two queries in all). `originals` maps
-    (annotation id, finding number, dimension, category key) to the key chosen before a merge."""
-    findings: list[Finding] = []
-    for annotation, values_list in annotations:
-        findings.extend(Finding(annotation=annotation, number=i) for i in range(1, len(values_list) + 1))
-    created = Finding.objects.bulk_create(findings)
-    if any(f.pk is None for f in created):  # databases that cannot return ids from a bulk insert
-        keys = [(a.pk, len(v)) for a, v in annotations]
-        created = list(
-            Finding.objects.filter(annotation_id__in=[k for k, _ in keys]).order_by("annotation_id", "number")
-        )
-    by_key = {(f.annotation_id, f.number): f for f in created}
-    values: list[LabelValue] = []
-    for annotation, values_list in annotations:
-        for number, finding_values in enumerate(values_list, start=1):
-            finding = by_key[(annotation.pk, number)]
-            for dimension, value in finding_values.items():
-                dimension_id = book.dimension_ids[dimension]
-                if value == pl.PENDING:
-                    values.append(LabelValue(finding=finding, dimension_id=dimension_id, pending=True))
-                    continue
-                for key in value:
-                    original = (originals or {}).get((annotation.pk, number, dimension, key))
-                    values.append(
-                        LabelValue(
-                            finding=finding,
-                            dimension_id=dimension_id,
-                            category_id=book.category_ids[(dimension, key)],
-                            original_category_id=book.category_ids[(dimension, original)]
-                            if original
-                            else None,
-                        )
-                    )
-    LabelValue.objects.bulk_create(values)
-
-
 # --- Importing labels ---------------------------------------------------------------------------------
 
 
 # Hand-written because it is the hottest read of the workbench (every next-item and every submit): the
 # ORM's nested Subquery form of the same plan cost several milliseconds to compile and plan per call
-# (`submit_sql.NEXT_OPEN_ID`). A prepared statement on PostgreSQL (planning was 0.5 of its 0.8 ms).
-_NEXT_OPEN = sql.Statement(
-    "taxonomist_next_open",
-    f"SELECT {sql.columns(Assignment, 'x')} FROM annotation_assignment x "
-    f"WHERE x.id = ({submit_sql.NEXT_OPEN_ID})",
-    {"user": "bigint", "open": "varchar", "after": "bigint", "decided": "varchar", "study": "bigint"},
-)
+# (`submit_sql.next_open_id`). A prepared statement on PostgreSQL (planning was 0.5 of its 0.8 ms).
+@cache
+def _next_open() -> sql.Statement:
+    return sql.Statement(
+        "taxonomist_next_open",
+        f"SELECT {sql.columns(Assignment, 'x')} FROM annotation_assignment x "
+        f"WHERE x.id = ({submit_sql.next_open_id()})",
+        {"user": "bigint", "open": "varchar", "after": "bigint", "study": "bigint"},
+    )
 
 
 def next_open_assignment(user: User, study: Study, *, after: Assignment | None = None) -> Assignment | None:
     """The user's next open assignment in the study (round number, then queue order), skipping decided
-    items and `after`. One indexed query whose cost does not grow with the queue (`_NEXT_OPEN`)."""
+    items and `after`. One indexed query whose cost does not grow with the queue (`_next_open`)."""
     if not user.is_authenticated:
         return None
-    row = _NEXT_OPEN.one(
+    row = _next_open().one(
         {
             "user": user.pk,
             "open": AssignmentStatus.OPEN.value,
             "after": after.pk if after is not None else 0,
-            "decided": DECIDED,
             "study": study.pk,
         }
     )

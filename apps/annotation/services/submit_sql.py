@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from apps.core import sql
@@ -40,26 +41,29 @@ from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
 
 from .. import payload as pl
-from ..models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue
-from .common import DECIDED, MAX_SECONDS_PER_ITEM, LoadedCodebook
+from ..decided import reader as decided
+from ..models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from .common import MAX_SECONDS_PER_ITEM, LoadedCodebook
+
 
 # The user's next open assignment in the study, by round number then queue position, skipping `after` and
-# items whose review is decided: for each round, the first one from the `assignment_queue` index
-# (annotator, status, round, position); the scan stops at the first round that has one. Shared by
-# labelling's `next_open_assignment` and the submission below.
-NEXT_OPEN_ID = """
+# items whose review is decided (adjudication's fact, through `decided.reader()`): for each round, the
+# first one from the `assignment_queue` index (annotator, status, round, position); the scan stops at the
+# first round that has one. Shared by labelling's `next_open_assignment` and the submission below; built
+# on first use, once the apps are ready.
+@cache
+def next_open_id() -> str:
+    return f"""
 SELECT f.first FROM (
     SELECT r.number, r.id AS round_id, (
-        SELECT a.id FROM annotation_assignment a
+        SELECT a.id FROM "{Assignment._meta.db_table}" a
         WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
           AND a.id <> %(after)s
-          AND NOT EXISTS (
-              SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s
-          )
+          AND NOT {decided().review_decided_sql("a.item_id")}
         ORDER BY a.position, a.id
         LIMIT 1
     ) AS first
-    FROM annotation_round r
+    FROM "{Round._meta.db_table}" r
     WHERE r.study_id = %(study)s
 ) f
 WHERE f.first IS NOT NULL
@@ -67,13 +71,16 @@ ORDER BY f.number, f.round_id
 LIMIT 1
 """
 
-_SUBMIT = sql.Statement(
-    "taxonomist_submit",
-    f"""
+
+@cache
+def _submit_statement() -> sql.Statement:
+    return sql.Statement(
+        "taxonomist_submit",
+        f"""
 WITH l AS (
     SELECT a.id, a.study_id, a.status, cb.id AS codebook_id, cb.version, cb.updated_at, cb.name,
-        EXISTS (SELECT 1 FROM adjudication_review v WHERE v.item_id = a.item_id AND v.state = %(decided)s)
-        OR EXISTS (SELECT 1 FROM adjudication_decision d WHERE d.item_id = a.item_id AND d.is_current)
+        {decided().review_decided_sql("a.item_id")}
+        OR {decided().current_decision_sql("a.item_id")}
             AS decided,
         EXISTS (SELECT 1 FROM "{Annotation._meta.db_table}" n
                 WHERE n.assignment_id = a.id AND n.submitted_at IS NOT NULL) AS submitted_before
@@ -119,31 +126,32 @@ WITH l AS (
     WHERE y.id IN (SELECT ok.id FROM ok)
     RETURNING {sql.columns(Assignment, "y")}
 )
-SELECT s.*, an.*, ({NEXT_OPEN_ID}) FROM s, an
+SELECT s.*, an.*, ({next_open_id()}) FROM s, an
 """,
-    {
-        "assignment": "bigint",
-        "user": "bigint",
-        "study": "bigint",
-        "open": "varchar",
-        "decided": "varchar",
-        "after": "bigint",
-        "codebook": "bigint",
-        "version": "integer",
-        "codebook_updated": "timestamptz",
-        "codebook_name": "varchar",
-        "memo": "text",
-        "now": "timestamptz",
-        "seconds": "integer",
-        "max_seconds": "integer",
-        "numbers": "integer[]",
-        "v_number": "integer[]",
-        "v_dimension": "bigint[]",
-        "v_category": "bigint[]",
-        "v_pending": "boolean[]",
-        "submitted": "varchar",
-    },
-)
+        {
+            "assignment": "bigint",
+            "user": "bigint",
+            "study": "bigint",
+            "open": "varchar",
+            "after": "bigint",
+            "codebook": "bigint",
+            "version": "integer",
+            "codebook_updated": "timestamptz",
+            "codebook_name": "varchar",
+            "memo": "text",
+            "now": "timestamptz",
+            "seconds": "integer",
+            "max_seconds": "integer",
+            "numbers": "integer[]",
+            "v_number": "integer[]",
+            "v_dimension": "bigint[]",
+            "v_category": "bigint[]",
+            "v_pending": "boolean[]",
+            "submitted": "varchar",
+        },
+    )
+
+
 _A = sql.width(Assignment)
 
 
@@ -190,7 +198,6 @@ def submit(
         "user": user_id,
         "study": study_id,
         "open": AssignmentStatus.OPEN.value,
-        "decided": DECIDED,
         "after": assignment_id,  # the next item is another one
         "codebook": codebook_id,
         "version": version,
@@ -207,7 +214,7 @@ def submit(
         "v_pending": v_pending,
         "submitted": AssignmentStatus.SUBMITTED.value,
     }
-    row = _SUBMIT.one(params)
+    row = _submit_statement().one(params)
     if row is None:
         return None
     annotation = sql.instance(Annotation, row[_A:-1])

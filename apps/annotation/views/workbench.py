@@ -27,8 +27,8 @@ from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
 
+from .. import decided, services
 from .. import payload as pl
-from .. import services
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus
 from .common import request_user
@@ -61,7 +61,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         role,
         "queue",
         per_round=per_round,
-        open=list(rows.open().exclude(item__review__state=services.DECIDED)[:QUEUE_SIZE]),
+        open=list(rows.open().exclude(decided.reader().review_decided("item__"))[:QUEUE_SIZE]),
         submitted=list(rows.submitted().order_by("-submitted_at")[:50]),
         done=sum(r["done"] for r in per_round),
         total=sum(r["total"] for r in per_round),
@@ -248,37 +248,11 @@ def _workbench_context(
     # Only a study that reveals labels after a decision shows whether there was one.
     decided = final is not None and study.reveal_labels_after_decision
     decided = decided and bool(services.decided_item_ids([item.pk]))
-    if posted is not None:
-        selections, memo = pl.selections(posted), str(posted.get("memo", ""))
-    elif annotation is not None and annotation.draft:
-        selections, memo = pl.selections(annotation.draft), str(annotation.draft.get("memo", ""))
-    elif annotation is not None and annotation.submitted_at is not None:
-        selections, memo = services.stored_labels(annotation, book) or [{}], annotation.memo
-    else:
-        selections, memo = [{}], ""
+    selections, memo = _shown_labels(posted, annotation, book)
     dimensions = _dimensions_view(book, user)
     findings = _findings_view(dimensions, selections, book.schema)
-    # Counted on columns of the `assignment_progress` index (annotator, round, status), not on `id`: an
-    # index-only scan, however large the round (4,000 assignments: 0.5 ms instead of 4-8 ms).
-    progress = Assignment.objects.filter(annotator=user, round_id=assignment.round_id).aggregate(
-        total=Count("round"), done=Count("status", filter=Q(status=AssignmentStatus.SUBMITTED))
-    )
-    revealed = []
-    if decided and study.reveal_labels_after_decision:
-        others = (
-            Annotation.objects.submitted()
-            .filter(assignment__item=item)
-            .exclude(assignment__annotator=user)
-            .select_related("assignment__annotator")
-        )
-        for other in others:
-            revealed.append(
-                {
-                    "annotator": other.assignment.annotator,
-                    "findings": _readable(services.stored_labels(other, book), book),
-                    "memo": other.memo,
-                }
-            )
+    progress = _progress(user, assignment)
+    revealed = _revealed(item, user, book) if decided and study.reveal_labels_after_decision else []
     return study_context(
         study,
         role,
@@ -292,26 +266,71 @@ def _workbench_context(
         final=final,
         dimensions=dimensions,
         findings=findings,
-        no_longer=[
-            {"finding": f["number"], "dimension": d["dim"]["name"], "option": o}
-            for f in findings
-            for d in f["dims"]
-            for o in d["inactive"]
-        ],
+        no_longer=_no_longer(findings),
         blank=_findings_view(dimensions, [{}], book.schema, label="__N__")[0],
         meta=_meta_pairs(item),
         memo=memo,
         codebook_version=book.version,
-        progress={
-            **progress,
-            "percent": round(100 * progress["done"] / progress["total"]) if progress["total"] else 0,
-        },
+        progress=progress,
         errors=[_error_row(e, book.schema) for e in errors or []],
         stale=stale,
         revealed=revealed,
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _progress(user: User, assignment: Assignment) -> dict[str, int]:
+    """Done / total of the user's assignments in the assignment's round, and the percentage. Counted on
+    columns of the `assignment_progress` index (annotator, round, status), not on `id`: an index-only
+    scan, however large the round (4,000 assignments: 0.5 ms instead of 4-8 ms)."""
+    progress = Assignment.objects.filter(annotator=user, round_id=assignment.round_id).aggregate(
+        total=Count("round"), done=Count("status", filter=Q(status=AssignmentStatus.SUBMITTED))
+    )
+    percent = round(100 * progress["done"] / progress["total"]) if progress["total"] else 0
+    return {**progress, "percent": percent}
+
+
+def _no_longer(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chosen options the codebook no longer offers (retired or merged since), to be chosen again."""
+    return [
+        {"finding": f["number"], "dimension": d["dim"]["name"], "option": o}
+        for f in findings
+        for d in f["dims"]
+        for o in d["inactive"]
+    ]
+
+
+def _shown_labels(
+    posted: dict[str, Any] | None, annotation: Annotation | None, book: services.LoadedCodebook
+) -> tuple[list[dict[str, pl.Value]], str]:
+    """The labels and memo the form shows: what was just posted, else the draft, else the submission."""
+    if posted is not None:
+        return pl.selections(posted), str(posted.get("memo", ""))
+    if annotation is not None and annotation.draft:
+        return pl.selections(annotation.draft), str(annotation.draft.get("memo", ""))
+    if annotation is not None and annotation.submitted_at is not None:
+        return services.stored_labels(annotation, book) or [{}], annotation.memo
+    return [{}], ""
+
+
+def _revealed(item: Item, user: User, book: services.LoadedCodebook) -> list[dict[str, Any]]:
+    """The other annotators' submitted labels of a decided item, for a study that reveals them after a
+    decision; the caller has checked that it does and that the item is decided."""
+    others = (
+        Annotation.objects.submitted()
+        .filter(assignment__item=item)
+        .exclude(assignment__annotator=user)
+        .select_related("assignment__annotator")
+    )
+    return [
+        {
+            "annotator": other.assignment.annotator,
+            "findings": _readable(services.stored_labels(other, book), book),
+            "memo": other.memo,
+        }
+        for other in others
+    ]
 
 
 def _error_row(error: str | pl.Problem, schema: pl.Schema) -> dict[str, Any]:
@@ -436,10 +455,25 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         with contextlib.suppress(Exception):
             _keep_draft(reference, user, data)
         raise
+    return _after_submit(
+        request, study, user, reference, result, stay=form.cleaned_data.get("next") == "stay"
+    )
+
+
+def _after_submit(
+    request: HtmxHttpRequest,
+    study: Study,
+    user: User,
+    reference: Assignment,
+    result: services.SubmitResult,
+    *,
+    stay: bool,
+) -> HttpResponse:
+    """Where a submission leads: the same item when asked, else the next open one, else the queue."""
     if not result.changed:
         messages.info(request, "These labels were already submitted; nothing changed.")
-    if form.cleaned_data.get("next") == "stay":
-        return redirect("annotation:workbench", slug=study.slug, pk=pk)
+    if stay:
+        return redirect("annotation:workbench", slug=study.slug, pk=reference.pk)
     following = result.next_assignment_id  # read by the submission itself on PostgreSQL's short path
     if following is None:
         after = services.next_open_assignment(user, study, after=reference)

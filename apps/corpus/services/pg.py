@@ -24,6 +24,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Model
 
+from apps.core.bulk import copy_escape
+
 from ..models import Item, ItemComment
 from ..records import ItemRecord
 
@@ -123,22 +125,6 @@ class GrowthWatch:
 
 
 # --- text format -------------------------------------------------------------------------------------
-
-
-def copy_escape(text: str) -> str:
-    """A value in COPY's text format: backslash, tab, newline and carriage return escaped; NUL replaced
-    (PostgreSQL text cannot hold it; GitHub bodies occasionally do)."""
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    if "\t" in text:
-        text = text.replace("\t", "\\t")
-    if "\n" in text:
-        text = text.replace("\n", "\\n")
-    if "\r" in text:
-        text = text.replace("\r", "\\r")
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    return text
 
 
 def _json_text(value: Any) -> str:

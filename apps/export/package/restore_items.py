@@ -16,12 +16,12 @@ from itertools import islice
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.core.bulk import insert_rows, postgres
 from apps.corpus.models import Item, ItemComment
 from apps.corpus.records import ItemRecord
 from apps.corpus.services import content_hash, render_body
 from apps.corpus.services.upsert import stored_raw
 
-from .bulk import insert_rows, postgres
 from .reading import item_records
 
 ITEM_BATCH = 1000

@@ -1,8 +1,11 @@
 """Writing a checked package's rounds and labels into the new study (inside `restore.import_study`'s
 transaction): rounds and their items, assignments, annotations with their findings and values, current
-decisions with theirs, and every labelled item's Review.
+decisions with theirs, and every labelled item's Review. Annotations, findings and label values are
+written by annotation's writes (`annotation/writes.py`, `restore_annotations`), decisions, gold values and
+Reviews by adjudication's (`adjudication/services/writes.py`, `restore_decisions`, `restore_reviews`);
+rounds and assignments here with `core.bulk.insert_rows`.
 
-Every table is written with `bulk.insert_rows` (COPY on PostgreSQL), whose ids come back in row order,
+Every table is written in bulk (COPY on PostgreSQL), whose ids come back in row order,
 so no row is read back and no query runs per row. The order of the rows (hence of their ids) is the
 order the package gives: assignments by round, annotator, position in the round and item; annotations,
 findings and values in the order of their assignments. Annotations go in chunks (each chunk's
@@ -19,7 +22,7 @@ those few items go through `consolidate_item` itself.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,20 +32,20 @@ from django.utils import timezone
 from apps.accounts.models import Study, User
 from apps.adjudication.consolidation import PENDING, Findings, consolidate
 from apps.adjudication.consolidation import Value as FindingValue
-from apps.adjudication.models import Decision, DecisionFinding, DecisionValue, Review, ReviewState
+from apps.adjudication.models import ReviewState
 from apps.adjudication.queries import merged_targets
 from apps.adjudication.services import consolidate_item
-from apps.annotation.models import (
-    Annotation,
-    Assignment,
-    AssignmentStatus,
-    Finding,
-    LabelValue,
-    Round,
-    RoundItem,
+from apps.adjudication.services.writes import (
+    RestoredDecision,
+    RestoredGold,
+    RestoredReview,
+    restore_decisions,
+    restore_reviews,
 )
+from apps.annotation.models import Assignment, AssignmentStatus, Round, RoundItem
+from apps.annotation.writes import RestoredAnnotation, RestoredValue, restore_annotations
+from apps.core.bulk import insert_rows
 
-from .bulk import insert_rows
 from .labels import PlannedAnnotation, PlannedDecision
 from .reading import stamp
 
@@ -78,6 +81,14 @@ class Target:
 
     def category_id(self, category: int | None) -> int | None:
         return self.categories[category] if category is not None else None
+
+    def labels(self, values: Iterable[tuple[str, int | None, int | None]]) -> list[RestoredValue]:
+        """A finding's (dimension key, category, original) in the package, as ids of the new study."""
+        return [(self.dimensions[d], self.category_id(c), self.category_id(o)) for d, c, o in values]
+
+    def gold(self, values: Iterable[tuple[str, int, int | None]]) -> list[RestoredGold]:
+        """A gold finding's (dimension key, category, original) in the package, as ids of the new study."""
+        return [(self.dimensions[d], self.categories[c], self.category_id(o)) for d, c, o in values]
 
 
 @dataclass
@@ -188,121 +199,68 @@ def _write_submitted(
     decided: Mapping[int, int | None],
     sources: Sources,
 ) -> None:
-    annotation_ids = insert_rows(
-        Annotation,
-        (
-            {
-                "assignment_id": assignment_id,
-                "memo": a.memo,
-                "codebook_version": version,
-                "started_at": a.submitted_at or now,
-                "submitted_at": a.submitted_at,
-                "updated_at": a.submitted_at or now,
-                "imported": True,
-            }
+    annotation_ids = restore_annotations(
+        [
+            RestoredAnnotation(
+                assignment_id=assignment_id,
+                memo=a.memo,
+                codebook_version=version,
+                submitted_at=a.submitted_at,
+                findings=[
+                    (
+                        number,
+                        [
+                            (
+                                target.dimensions[dimension],
+                                target.category_id(category),
+                                target.category_id(original),
+                            )
+                            for dimension, category, original in values
+                        ],
+                    )
+                    for number, values in a.findings
+                ],
+            )
             for a, assignment_id in submitted
-        ),
-        returning=True,
+        ],
+        now,
         batch_size=ANNOTATION_CHUNK,
     )
     for (a, _), annotation_id in zip(submitted, annotation_ids, strict=True):
         item_id = target.items[a.url]
         if item_id in decided and decided[item_id] in (None, a.round):
             sources.setdefault(item_id, []).append(annotation_id)
-    plan = [
-        (annotation_id, number, values)
-        for (a, _), annotation_id in zip(submitted, annotation_ids, strict=True)
-        for number, values in a.findings
-    ]
-    finding_ids = insert_rows(
-        Finding,
-        ({"annotation_id": annotation_id, "number": number} for annotation_id, number, _ in plan),
-        returning=True,
-    )
-    insert_rows(
-        LabelValue,
-        (
-            {
-                "finding_id": finding_id,
-                "dimension_id": target.dimensions[dimension],
-                "category_id": target.category_id(category),
-                "original_category_id": target.category_id(original),
-                "pending": category is None,
-            }
-            for finding_id, (_, _, values) in zip(finding_ids, plan, strict=True)
-            for dimension, category, original in values
-        ),
-    )
 
 
 def write_decisions(target: Target, decisions: list[PlannedDecision], sources: Sources) -> None:
     """Each current decision with its findings, values and source annotations (the submitted annotations
     of its round, or of every round for a decision without one), and its item's ``decided`` Review."""
-    if not decisions:
-        return
-    decision_ids = insert_rows(
-        Decision,
-        (
-            {
-                "study_id": target.study.pk,
-                "item_id": target.items[d.url],
-                "round_id": target.round_id(d.round),
-                "provenance": d.provenance,
-                "rationale": d.rationale,
-                "decided_by_id": target.user_id(d.decided_by),
-                "decided_at": d.decided_at,
-                "is_current": True,
-                "changes": {},
-                "codebook_version": d.codebook_version,
-            }
+    restore_decisions(
+        [
+            RestoredDecision(
+                study_id=target.study.pk,
+                item_id=target.items[d.url],
+                round_id=target.round_id(d.round),
+                provenance=d.provenance,
+                rationale=d.rationale,
+                decided_by_id=target.user_id(d.decided_by),
+                decided_at=d.decided_at,
+                codebook_version=d.codebook_version,
+                findings=[
+                    [
+                        (
+                            target.dimensions[dimension],
+                            target.categories[category],
+                            target.category_id(original),
+                        )
+                        for dimension, category, original in values
+                    ]
+                    for values in d.findings
+                ],
+                sources=sources.get(target.items[d.url], ()),
+            )
             for d in decisions
-        ),
-        returning=True,
-    )
-    numbered = [
-        (decision_id, number, values)
-        for d, decision_id in zip(decisions, decision_ids, strict=True)
-        for number, values in enumerate(d.findings, start=1)
-    ]
-    finding_ids = insert_rows(
-        DecisionFinding,
-        ({"decision_id": decision_id, "number": number} for decision_id, number, _ in numbered),
-        returning=True,
-    )
-    insert_rows(
-        DecisionValue,
-        (
-            {
-                "finding_id": finding_id,
-                "dimension_id": target.dimensions[dimension],
-                "category_id": target.categories[category],
-                "original_category_id": target.category_id(original),
-            }
-            for finding_id, (_, _, values) in zip(finding_ids, numbered, strict=True)
-            for dimension, category, original in values
-        ),
-    )
-    del numbered, finding_ids
-    insert_rows(
-        Decision.source_annotations.through,
-        (
-            {"decision_id": decision_id, "annotation_id": annotation_id}
-            for d, decision_id in zip(decisions, decision_ids, strict=True)
-            for annotation_id in sources.get(target.items[d.url], ())
-        ),
-    )
-    insert_rows(
-        Review,
-        (
-            {
-                "item_id": target.items[d.url],
-                "study_id": target.study.pk,
-                "round_id": target.round_id(d.round),
-                "state": ReviewState.DECIDED,
-                "updated_at": d.decided_at,
-            }
-            for d in decisions
-        ),
+        ]
     )
 
 
@@ -341,7 +299,7 @@ def undecided_reviews(target: Target, undecided: Mapping[int, list[Queued]]) -> 
     study = target.study
     follow = merged_targets(study.pk)
     now = timezone.now()
-    rows: list[dict[str, Any]] = []
+    rows: list[RestoredReview] = []
     for item_id in sorted(undecided):
         written = undecided[item_id]
         latest = max(a.round for _, a in written)
@@ -353,19 +311,10 @@ def undecided_reviews(target: Target, undecided: Mapping[int, list[Queued]]) -> 
                 [_findings(a, target.categories, follow) for a in annotations], rule=study.consolidation_rule
             )
             if result.decided:  # Reviews keep the order of their items: write those before this one first
-                insert_rows(Review, rows)
+                restore_reviews(rows)
                 rows = []
                 consolidate_item(item_id)
                 continue
             state, dimensions = ReviewState.DISAGREEMENT, list(result.disagreeing_dimensions)
-        rows.append(
-            {
-                "item_id": item_id,
-                "study_id": study.pk,
-                "round_id": target.rounds[latest],
-                "state": state,
-                "disagreeing_dimensions": dimensions,
-                "updated_at": now,
-            }
-        )
-    insert_rows(Review, rows)
+        rows.append(RestoredReview(item_id, study.pk, target.rounds[latest], state, now, dimensions))
+    restore_reviews(rows)

@@ -33,7 +33,7 @@ from .changes import (
     next_position,
     renumber,
 )
-from .labels import MovedLabels, label_count, label_models, move_all_labels, move_labels
+from .labels import MovedLabels, label_count, label_stores, move_labels
 
 
 def add_category(
@@ -259,7 +259,7 @@ def merge_category(source: Category, target: Category, *, actor: User | None, no
                 after={"parent": target.key, "position": child.position},
                 note=f"follows the merge of {source.key} into {target.key}",
             )
-        moved = move_all_labels(source, target)
+        moved = move_labels(source, target)
         repointed = _repoint_conditions(changes, source, target)
         before_status = source.status
         source.status = CategoryStatus.MERGED
@@ -406,7 +406,7 @@ def reassign_labels(
     `decision_mapping` {decision value id: target id}."""
     if not label_ids and not decision_value_ids:
         raise CodebookEditError("Choose at least one label to reassign.")
-    label_model, decision_model = label_models()
+    labels_store, gold_store = label_stores()
     with changing(book_id(source), actor) as changes:
         source, target = fresh(source), fresh(target)
         if target.pk == source.pk:
@@ -415,21 +415,18 @@ def reassign_labels(
             raise CodebookEditError(f"“{target.name}” belongs to another dimension.")
         if target.status != CategoryStatus.ACTIVE:
             raise CodebookEditError(f"“{target.name}” is not active: reassign to an active category.")
-        for model, ids, what in (
-            (label_model, label_ids, "labels"),
-            (decision_model, decision_value_ids, "gold labels"),
+        for kind, ids, what in (
+            (labels_store, label_ids, "labels"),
+            (gold_store, decision_value_ids, "gold labels"),
         ):
-            found = set(
-                model._default_manager.filter(pk__in=list(ids), category=source).values_list("pk", flat=True)
-            )
+            found = set(kind.rows().filter(pk__in=list(ids), category=source).values_list("pk", flat=True))
             missing = sorted(set(ids) - found)
             if missing:
                 raise CodebookEditError(
                     f"The {what} {', '.join(map(str, missing[:10]))} are not on “{source.name}” (any more)."
                 )
-        labels, dropped_labels = move_labels(label_model, source, target, list(label_ids))
-        decisions, dropped_decisions = move_labels(decision_model, source, target, list(decision_value_ids))
-        moved = MovedLabels(labels, decisions, dropped_labels, dropped_decisions)
+        moved = move_labels(source, target, list(label_ids), list(decision_value_ids))
+        dropped_labels, dropped_decisions = moved.dropped_labels, moved.dropped_decisions
         changes.record(
             ChangeKind.REASSIGN,
             category=source,
@@ -509,16 +506,14 @@ def restore_category(category: Category, *, actor: User | None) -> Category:
 def delete_category(category: Category, *, actor: User | None) -> None:
     """Delete a category that was never used: no labels (current or original), no subcategories, no
     merge or condition pointing to it. A used category can only be retired."""
-    label_model, decision_model = label_models()
+    labels_store, gold_store = label_stores()
     with changing(book_id(category), actor) as changes:
         category = fresh(category)
         uses = {
-            "labels": label_model._default_manager.filter(category=category).count(),
-            "original labels": label_model._default_manager.filter(original_category=category).count(),
-            "gold labels": decision_model._default_manager.filter(category=category).count(),
-            "original gold labels": decision_model._default_manager.filter(
-                original_category=category
-            ).count(),
+            "labels": labels_store.rows().filter(category=category).count(),
+            "original labels": labels_store.rows().filter(original_category=category).count(),
+            "gold labels": gold_store.rows().filter(category=category).count(),
+            "original gold labels": gold_store.rows().filter(original_category=category).count(),
             "subcategories": Category.objects.filter(parent=category).count(),
             "categories merged into it": Category.objects.filter(merged_into=category).count(),
             "dimension conditions": Dimension.objects.filter(applies_when_category=category).count(),

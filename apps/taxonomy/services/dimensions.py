@@ -20,7 +20,7 @@ from .changes import (
     fresh,
     fresh_dimension,
 )
-from .labels import label_models
+from .labels import label_stores
 
 
 def _condition(category: Category | None) -> dict[str, str] | None:
@@ -54,11 +54,11 @@ def _check_condition(book_id: int, dimension: Dimension | None, category: Catego
 
 def _several_values(dimension: Dimension) -> int:
     """Findings that hold several categories of the dimension (annotator or gold)."""
-    label_model, decision_model = label_models()
     total = 0
-    for model in (label_model, decision_model):
+    for kind in label_stores():
         total += (
-            model._default_manager.filter(dimension=dimension, category__isnull=False)
+            kind.rows()
+            .filter(dimension=dimension, category__isnull=False)
             .values("finding_id")
             .annotate(n=Count("id"))
             .filter(n__gt=1)

@@ -1,5 +1,6 @@
 """Labels on categories: moving them (merge, split, rejection) and reading them (counts, the reassign
-page). Annotation and adjudication models are reached through `apps.get_model`, never imported."""
+page), through the label stores annotation and adjudication register (`taxonomy/label_stores.py`): taxonomy
+never imports those apps, names their models or writes their tables."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.apps import apps
 from django.db import models
-from django.db.models import Count, F, Q
+from django.db.models import Count
 
+from ..label_stores import GOLD, LABELS, LabelStore, store
 from ..models import Category, Codebook
 
 
-def label_models() -> tuple[type[models.Model], type[models.Model]]:
-    return apps.get_model("annotation", "LabelValue"), apps.get_model("adjudication", "DecisionValue")
+def label_stores() -> tuple[LabelStore, LabelStore]:
+    """(annotators' labels, gold labels)."""
+    return store(LABELS), store(GOLD)
 
 
 @dataclass(frozen=True)
@@ -38,47 +40,32 @@ class MovedLabels:
 
 
 def move_labels(
-    model: type[models.Model], source: Category, target: Category, ids: Sequence[int] | None
-) -> tuple[int, tuple[int, ...]]:
-    """Point `model` rows on `source` (all, or only `ids`) to `target`; `original_category` keeps the
-    source unless an earlier merge already set it. The same semantics as `tree.remap_for_merge`, done with
-    set-based updates so a merge of a category with 100,000 labels is three queries."""
-    rows = model._default_manager.filter(category=source)
-    if ids is not None:
-        rows = rows.filter(pk__in=list(ids))
-    holding_target = model._default_manager.filter(category=target).values("finding_id")
-    clash = rows.filter(finding_id__in=holding_target)
-    dropped = tuple(sorted(clash.values_list("pk", flat=True)))
-    if dropped:
-        model._default_manager.filter(pk__in=dropped).delete()
-    moved = rows.filter(original_category__isnull=True).update(category=target, original_category=source)
-    moved += rows.filter(original_category__isnull=False).update(category=target)
-    return moved, dropped
-
-
-def move_all_labels(source: Category, target: Category) -> MovedLabels:
-    label_model, decision_model = label_models()
-    labels, dropped_labels = move_labels(label_model, source, target, None)
-    decisions, dropped_decisions = move_labels(decision_model, source, target, None)
-    return MovedLabels(labels, decisions, dropped_labels, dropped_decisions)
+    source: Category,
+    target: Category,
+    label_ids: Sequence[int] | None = None,
+    decision_value_ids: Sequence[int] | None = None,
+) -> MovedLabels:
+    """Every label and gold label on `source` (or only the given ids of each) moved to `target` by their
+    owners' writes (`LabelStore.move`)."""
+    labels, gold = label_stores()
+    moved_labels, dropped_labels = labels.move(source, target, label_ids)
+    moved_gold, dropped_gold = gold.move(source, target, decision_value_ids)
+    return MovedLabels(moved_labels, moved_gold, dropped_labels, dropped_gold)
 
 
 def label_count(category: Category) -> tuple[int, int]:
     """(annotator labels, gold labels) currently on the category."""
-    label_model, decision_model = label_models()
-    return (
-        label_model._default_manager.filter(category=category).count(),
-        decision_model._default_manager.filter(category=category).count(),
-    )
+    labels, gold = label_stores()
+    return labels.rows().filter(category=category).count(), gold.rows().filter(category=category).count()
 
 
 def label_counts(book: Codebook) -> dict[int, tuple[int, int]]:
     """Per category id of the codebook: (annotator labels, gold labels of any decision). Two queries."""
-    label_model, decision_model = label_models()
     counts: dict[int, list[int]] = {}
-    for index, model in enumerate((label_model, decision_model)):
+    for index, kind in enumerate(label_stores()):
         rows = (
-            model._default_manager.filter(category__dimension__codebook=book)
+            kind.rows()
+            .filter(category__dimension__codebook=book)
             .values("category_id")
             .annotate(n=Count("id"))
             .values_list("category_id", "n")
@@ -93,48 +80,14 @@ def labels_on(
 ) -> models.QuerySet[Any, dict[str, Any]]:
     """Annotator labels on the category, one dict per label with its item, annotator, round and finding,
     in item order. For leads only: it shows every annotator's labels."""
-    label_model, _ = label_models()
-    on = "finding__annotation__assignment__"
-    rows = label_model._default_manager.filter(category=category)
-    if annotator:
-        rows = rows.filter(**{f"{on}annotator__username": annotator})
-    if q:
-        rows = rows.filter(Q(**{f"{on}item__title__icontains": q}) | Q(**{f"{on}item__url__icontains": q}))
-    return rows.order_by(f"{on}item_id", f"{on}annotator__username", "finding__number").values(
-        "id",
-        finding_number=F("finding__number"),
-        item_id=F(f"{on}item_id"),
-        item_url=F(f"{on}item__url"),
-        item_title=F(f"{on}item__title"),
-        annotator=F(f"{on}annotator__username"),
-        round=F(f"{on}round__number"),
-        original=F("original_category__key"),
-    )
+    return store(LABELS).listing(category, annotator=annotator, q=q)
 
 
 def gold_on(category: Category, *, q: str = "") -> models.QuerySet[Any, dict[str, Any]]:
     """Gold labels (decision values) on the category, with their item and decision."""
-    _, decision_model = label_models()
-    on = "finding__decision__"
-    rows = decision_model._default_manager.filter(category=category)
-    if q:
-        rows = rows.filter(Q(**{f"{on}item__title__icontains": q}) | Q(**{f"{on}item__url__icontains": q}))
-    return rows.order_by(f"{on}item_id", "finding__number").values(
-        "id",
-        finding_number=F("finding__number"),
-        item_id=F(f"{on}item_id"),
-        item_url=F(f"{on}item__url"),
-        item_title=F(f"{on}item__title"),
-        provenance=F(f"{on}provenance"),
-        is_current=F(f"{on}is_current"),
-        original=F("original_category__key"),
-    )
+    return store(GOLD).listing(category, q=q)
 
 
 def annotators_of(category: Category) -> list[str]:
     """Usernames of the annotators with a label on the category."""
-    label_model, _ = label_models()
-    name = "finding__annotation__assignment__annotator__username"
-    return sorted(
-        set(label_model._default_manager.filter(category=category).values_list(name, flat=True).distinct())
-    )
+    return store(LABELS).annotators(category)

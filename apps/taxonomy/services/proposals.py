@@ -29,7 +29,7 @@ from .changes import (
     key_of,
     next_position,
 )
-from .labels import MovedLabels, label_count, move_all_labels
+from .labels import MovedLabels, label_count, move_labels
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def reject_proposal(
                 raise CodebookEditError("Choose another category of the same dimension for its labels.")
             if target.status != CategoryStatus.ACTIVE:
                 raise CodebookEditError(f"“{target.name}” is not active.")
-            moved = move_all_labels(category, target)
+            moved = move_labels(category, target)
         category.status = CategoryStatus.REJECTED
         category.save(update_fields=["status"])
         changes.record(

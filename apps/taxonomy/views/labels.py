@@ -79,13 +79,7 @@ def category_reassign(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespo
         kind = filters.cleaned_data["kind"] or "all"
     labels = services.labels_on(category, annotator=annotator, q=q) if kind in ("all", "labels") else None
     gold = services.gold_on(category, q=q) if kind in ("all", "gold") and not annotator else None
-    parts = services.split_parts(category)
-    part_ids = {p.pk for p in parts}
-    targets = [(p.pk, index.path(p.pk)) for p in parts if p.status == CategoryStatus.ACTIVE]
-    targets += [
-        choice for choice in category_choices(index, category.dimension.key, indent=False, exclude=part_ids)
-    ]
-    targets = [t for t in targets if t[0] != category.pk]
+    targets = _reassign_targets(index, category)
     form = ReassignForm(request.POST or None, targets=targets)
     status = 200
     if request.method == "POST":
@@ -109,12 +103,7 @@ def category_reassign(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespo
             except CodebookEditError as exc:
                 form.add_error(None, str(exc))
             else:
-                message = (
-                    f"Moved {moved.labels} label(s) and {moved.decisions} gold label(s) to “{target.name}”."
-                )
-                if moved.dropped_labels or moved.dropped_decisions:
-                    n = len(moved.dropped_labels) + len(moved.dropped_decisions)
-                    message += f" {n} duplicate(s) removed: their finding already had “{target.name}”."
+                message = _moved_message(moved, target)
                 if not is_htmx(request):
                     messages.success(request, message)
                     return redirect(f"{request.path}?{filters_query(filters)}")
@@ -126,6 +115,26 @@ def category_reassign(request: HtmxHttpRequest, slug: str, pk: int) -> HttpRespo
                 return changed(render(request, "taxonomy/reassign.html#reassign-table", ctx))
     ctx = _reassign_context(study, role, category, index, filters, form, labels, gold, request, "")
     return render_page(request, "taxonomy/reassign.html", ctx, partial="#reassign-table", status=status)
+
+
+def _reassign_targets(index: CodebookIndex, category: Category) -> list[tuple[int, str]]:
+    """Where the category's labels may go: its split parts (active ones) first, then every other category
+    of its dimension."""
+    parts = services.split_parts(category)
+    part_ids = {p.pk for p in parts}
+    targets = [(p.pk, index.path(p.pk)) for p in parts if p.status == CategoryStatus.ACTIVE]
+    targets += [
+        choice for choice in category_choices(index, category.dimension.key, indent=False, exclude=part_ids)
+    ]
+    return [t for t in targets if t[0] != category.pk]
+
+
+def _moved_message(moved: services.MovedLabels, target: Category) -> str:
+    message = f"Moved {moved.labels} label(s) and {moved.decisions} gold label(s) to “{target.name}”."
+    if moved.dropped_labels or moved.dropped_decisions:
+        n = len(moved.dropped_labels) + len(moved.dropped_decisions)
+        message += f" {n} duplicate(s) removed: their finding already had “{target.name}”."
+    return message
 
 
 def filters_query(filters: ReassignFilterForm) -> str:

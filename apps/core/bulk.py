@@ -1,4 +1,6 @@
-"""Fast inserts for `restore`: COPY on PostgreSQL, `bulk_create` elsewhere (SQLite).
+"""Fast inserts: COPY on PostgreSQL, `bulk_create` elsewhere (SQLite). Shared infrastructure: it knows no
+app; each app's writes module (`annotation/writes.py`, `adjudication/writes.py`) calls it on its own
+models, and the package restore on corpus's and annotation's rounds (docs/decisions/0006).
 
 A restore writes hundreds of thousands of rows into tables that nobody else can see yet (the new
 study is created in the same transaction). Django's `bulk_create` spends more time compiling a
@@ -22,8 +24,6 @@ from typing import Any
 from django.db import connection
 from django.db.models import BooleanField, DateTimeField, Field, JSONField, Model
 
-from apps.corpus.services.pg import copy_escape  # NUL becomes U+FFFD, as the item import writes it
-
 BATCH_SIZE = 5000
 
 Row = Mapping[str, Any]
@@ -31,6 +31,22 @@ Row = Mapping[str, Any]
 
 def postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+def copy_escape(text: str) -> str:
+    """A value in COPY's text format: backslash, tab, newline and carriage return escaped; NUL replaced
+    (PostgreSQL text cannot hold it; GitHub bodies occasionally do)."""
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if "\t" in text:
+        text = text.replace("\t", "\\t")
+    if "\n" in text:
+        text = text.replace("\n", "\\n")
+    if "\r" in text:
+        text = text.replace("\r", "\\r")
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    return text
 
 
 def insert_rows(

@@ -1,0 +1,151 @@
+"""Every write of annotation's labels: annotations restored in bulk, findings and label values, and labels
+following a codebook change. Annotation owns these tables (docs/decisions/0006-one-writer-per-table.md):
+no other app writes them, and every path that does goes through here, in the caller's transaction.
+
+Variants behind the same shapes:
+
+* ORM (`write_findings`): a submission or an import of labels, two queries whatever the count;
+* SQL: a first submission on PostgreSQL writes its annotation, findings and values inside the one
+  statement of `services/submit_sql.py` (`submit`), which also takes the locks and reads the next item
+  (docs/decisions/0004); it writes the same rows `write_findings` would (tests/annotation/test_submit.py);
+* COPY (`restore_annotations`): the package restore, through `core.bulk.insert_rows` (COPY on
+  PostgreSQL, `bulk_create` elsewhere), the ids back in row order (docs/decisions/0005);
+* set-based updates (`move_label_values`): a merge, split or rejected proposal, registered with the
+  codebook as its `labels` store (`label_store.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from apps.accounts.models import Study
+from apps.core.bulk import insert_rows
+from apps.taxonomy.label_stores import Moved, remap_category_rows
+from apps.taxonomy.models import Category
+
+from . import payload as pl
+from .models import Annotation, Finding, LabelValue
+
+if TYPE_CHECKING:
+    from .services.common import LoadedCodebook
+
+
+def write_findings(
+    annotations: Sequence[tuple[Annotation, Sequence[Mapping[str, pl.Value]]]],
+    book: LoadedCodebook,
+    originals: Mapping[tuple[int, int, str, str], str] | None = None,
+) -> None:
+    """Create the findings and label values of annotations (two queries in all). `originals` maps
+    (annotation id, finding number, dimension, category key) to the key chosen before a merge."""
+    findings: list[Finding] = []
+    for annotation, values_list in annotations:
+        findings.extend(Finding(annotation=annotation, number=i) for i in range(1, len(values_list) + 1))
+    created = Finding.objects.bulk_create(findings)
+    if any(f.pk is None for f in created):  # databases that cannot return ids from a bulk insert
+        keys = [(a.pk, len(v)) for a, v in annotations]
+        created = list(
+            Finding.objects.filter(annotation_id__in=[k for k, _ in keys]).order_by("annotation_id", "number")
+        )
+    by_key = {(f.annotation_id, f.number): f for f in created}
+    values: list[LabelValue] = []
+    for annotation, values_list in annotations:
+        for number, finding_values in enumerate(values_list, start=1):
+            finding = by_key[(annotation.pk, number)]
+            for dimension, value in finding_values.items():
+                dimension_id = book.dimension_ids[dimension]
+                if value == pl.PENDING:
+                    values.append(LabelValue(finding=finding, dimension_id=dimension_id, pending=True))
+                    continue
+                for key in value:
+                    original = (originals or {}).get((annotation.pk, number, dimension, key))
+                    values.append(
+                        LabelValue(
+                            finding=finding,
+                            dimension_id=dimension_id,
+                            category_id=book.category_ids[(dimension, key)],
+                            original_category_id=book.category_ids[(dimension, original)]
+                            if original
+                            else None,
+                        )
+                    )
+    LabelValue.objects.bulk_create(values)
+
+
+RestoredValue = tuple[int, int | None, int | None]
+"""(dimension id, category id or None for *pending*, original category id or None)."""
+
+
+@dataclass(frozen=True)
+class RestoredAnnotation:
+    """A submitted annotation of a package, as it is written into the new study."""
+
+    assignment_id: int
+    memo: str
+    codebook_version: int
+    submitted_at: datetime | None
+    findings: Sequence[tuple[int, Sequence[RestoredValue]]]
+    """(finding number, its values)."""
+
+
+def restore_annotations(
+    annotations: Sequence[RestoredAnnotation], now: datetime, *, batch_size: int
+) -> list[int]:
+    """Insert submitted annotations with their findings and values in bulk (COPY on PostgreSQL), marked
+    `imported`; an annotation without a time is stamped `now`. Returns the annotations' ids in order."""
+    annotation_ids = insert_rows(
+        Annotation,
+        (
+            {
+                "assignment_id": a.assignment_id,
+                "memo": a.memo,
+                "codebook_version": a.codebook_version,
+                "started_at": a.submitted_at or now,
+                "submitted_at": a.submitted_at,
+                "updated_at": a.submitted_at or now,
+                "imported": True,
+            }
+            for a in annotations
+        ),
+        returning=True,
+        batch_size=batch_size,
+    )
+    plan = [
+        (annotation_id, number, values)
+        for a, annotation_id in zip(annotations, annotation_ids, strict=True)
+        for number, values in a.findings
+    ]
+    finding_ids = insert_rows(
+        Finding,
+        ({"annotation_id": annotation_id, "number": number} for annotation_id, number, _ in plan),
+        returning=True,
+    )
+    insert_rows(
+        LabelValue,
+        (
+            {
+                "finding_id": finding_id,
+                "dimension_id": dimension_id,
+                "category_id": category_id,
+                "original_category_id": original_id,
+                "pending": category_id is None,
+            }
+            for finding_id, (_, _, values) in zip(finding_ids, plan, strict=True)
+            for dimension_id, category_id, original_id in values
+        ),
+    )
+    return annotation_ids
+
+
+def delete_study_labels(study: Study) -> None:
+    """Every label value of the study, before the study's deletion cascades (a label value protects its
+    category, which the codebook's deletion must be able to remove)."""
+    LabelValue.objects.filter(finding__annotation__assignment__study=study).delete()
+
+
+def move_label_values(source: Category, target: Category, ids: Sequence[int] | None) -> Moved:
+    """Annotators' labels on `source` (all, or the label values `ids`) moved to `target`
+    (`label_stores.remap_category_rows`)."""
+    return remap_category_rows(LabelValue, source, target, ids)
