@@ -139,6 +139,9 @@ MATRIX: dict[str, Rule] = {
     "annotation:workbench": page("own", kwargs=assignment("alice", 2)),
     "annotation:draft": page("own", "POST", kwargs=assignment("alice", 2)),
     "annotation:submit": page("own", "POST", kwargs=assignment("alice", 2)),
+    "annotation:revise": page("own", "POST", kwargs=assignment("alice", 0)),
+    "annotation:reveal": page("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "annotation:discussion": page("member", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "annotation:rounds": page("lead", kwargs=study),
     "annotation:draw": page("lead", "POST", kwargs=study),
     "annotation:assign": page("lead", "POST", kwargs=study),
@@ -197,6 +200,10 @@ MATRIX: dict[str, Rule] = {
     # --- API: labelling ---------------------------------------------------------------------------
     "api-round-list": api("lead", "GET", "POST", kwargs=study),
     "api-round-detail": api("lead", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "api-round-reveal": api(
+        "member", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, write="lead"
+    ),
+    "api-assignment-revision": api("own_or_lead", "GET", "POST", kwargs=assignment("alice", 0), write="own"),
     "api-round-assign": api("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "api-assignment-list": api("lead", kwargs=study),
     "api-assignment-detail": api("own_or_lead", kwargs=assignment("alice", 2)),

@@ -24,7 +24,8 @@ from ..queries import (
 from .errors import DecisionConflict, conflict_message
 from .sql import GoldValue, NewDecision, insert_decision
 
-AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
+# Decisions consolidation makes, and withdraws when the labels no longer agree (a revision in discussion).
+AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY, Provenance.DISCUSSED})
 Gold = list[dict[str, frozenset[int]]]
 
 

@@ -1,5 +1,6 @@
 """The annotator's queue and workbench, and the lead's rounds and screening pages."""
 
+from .discussion import reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
 from .workbench import next_item, queue, save_draft, submit, workbench
 
@@ -10,7 +11,10 @@ __all__ = [
     "next_item",
     "queue",
     "reassign",
+    "reveal",
+    "revise",
     "round_detail",
+    "round_discussion",
     "rounds",
     "save_draft",
     "screen",
