@@ -27,7 +27,7 @@ from typing import Any
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
-from apps.agreement.ratings import RatingsError, load_study_ratings
+from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import dimension_report
 from apps.annotation.models import Round, RoundItem
 from apps.core.jobs import JobProgress
@@ -328,6 +328,13 @@ def item_lines(study: Study, *, chunk_size: int = ITEM_CHUNK) -> Iterator[dict[s
             }
 
 
+def _report(ratings: StudyRatings, key: str, number: int | None) -> dict[str, Any]:
+    try:
+        return dimension_report(ratings, key, round_number=number)
+    except (RatingsError, ValueError) as exc:
+        return {"error": str(exc)}
+
+
 def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     """agreement.json: `agreement.services.dimension_report` for every active dimension, per round and for
     all rounds together, at full depth. A report the data cannot give holds ``{"error": reason}``.
@@ -338,6 +345,10 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     rounds: list[tuple[int, str]] = []
     n_ratings = 0
     version = index.version
+    revealed = list(
+        Round.objects.filter(study=study, revealed_at__isnull=False).values_list("number", flat=True)
+    )
+    discussed: dict[int, dict[str, dict[str, Any]]] = {number: {} for number in revealed}
     for key in keys:
         ratings = load_study_ratings(study, dimension=key)
         rounds = [(r.number, r.name) for r in ratings.rounds]
@@ -345,17 +356,26 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
         n_ratings += len(ratings.rows)
         reports[key] = {}
         for number in [*(n for n, _ in rounds), None]:
-            try:
-                reports[key][number] = dimension_report(ratings, key, round_number=number)
-            except (RatingsError, ValueError) as exc:
-                reports[key][number] = {"error": str(exc)}
+            reports[key][number] = _report(ratings, key, number)
         del ratings
+        if revealed:
+            after = load_study_ratings(study, dimension=key, phase=DISCUSSED)
+            for number in revealed:
+                discussed[number][key] = _report(after, key, number)
+            del after
     return {
         "codebook_version": version,
         "level": None,
         "n_ratings": n_ratings,
         "rounds": [
-            {"round": number, "name": name, "dimensions": {k: reports[k][number] for k in keys}}
+            {
+                "round": number,
+                "name": name,
+                "dimensions": {k: reports[k][number] for k in keys},
+                # a revealed round: `dimensions` are its blind figures (frozen at the reveal), these the
+                # figures after discussion
+                **({"discussed": discussed[number]} if number in discussed else {}),
+            }
             for number, name in rounds
         ],
         "all_rounds": {k: reports[k][None] for k in keys},

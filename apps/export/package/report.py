@@ -46,10 +46,13 @@ def agreement_markdown(data: Mapping[str, Any], dimension_names: Mapping[str, st
         "`agreement.json` holds every figure, per category and per annotator pair too.",
         "",
     ]
-    periods: list[tuple[str, Mapping[str, Any]]] = [
-        (f"{r['round']} ({_cell(r['name'])})" if r["name"] else str(r["round"]), r["dimensions"])
-        for r in data["rounds"]
-    ]
+    periods: list[tuple[str, Mapping[str, Any]]] = []
+    for r in data["rounds"]:
+        label = f"{r['round']} ({_cell(r['name'])})" if r["name"] else str(r["round"])
+        if "discussed" in r:  # a revealed round: its blind figures, then those after discussion
+            periods += [(f"{label}, blind", r["dimensions"]), (f"{label}, after discussion", r["discussed"])]
+        else:
+            periods.append((label, r["dimensions"]))
     periods.append(("all rounds", data["all_rounds"]))
     if not data["n_ratings"]:
         lines += ["The study has no submitted annotations: there is no agreement to report.", ""]

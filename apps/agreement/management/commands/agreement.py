@@ -1,7 +1,8 @@
 """``agreement``: inter-rater agreement of a ratings file or of a study (docs/design.md §4, §6).
 
     agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
-    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S] --format json|text
+    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--phase blind|discussed]
+              [--bootstrap B --seed S] --format json|text
 
 Bad input (an unreadable or malformed ratings file, one annotator only, an unknown study, dimension or
 round, options of the other form) ends with a message naming the problem and exit status 2. The study form
@@ -18,6 +19,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.commands import get_study
 from apps.agreement.metrics import MAX_BOOTSTRAP, agreement_report
+from apps.agreement.ratings import BLIND, PHASES
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
 from apps.core.cli import BaseCommand, positive_int, whole_number
@@ -44,7 +46,7 @@ class Command(BaseCommand):
     help = (
         "Inter-rater agreement (docs/design.md §6): agreement --ratings FILE.csv [--multi] "
         "[--categories a,b,c] [--bootstrap B --seed S] --format json|text, or agreement STUDY "
-        "[--dimension KEY] [--round N] [--level DEPTH] --format json|text"
+        "[--dimension KEY] [--round N] [--level DEPTH] [--phase blind|discussed] --format json|text"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -73,6 +75,12 @@ class Command(BaseCommand):
             metavar="S",
             help="random seed of the bootstrap",
         )
+        parser.add_argument(
+            "--phase",
+            choices=PHASES,
+            default=None,
+            help="blind (default: a revealed round's frozen blind labels) or discussed (after revisions)",
+        )
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -81,7 +89,7 @@ class Command(BaseCommand):
         if opts["seed"] is not None and opts["bootstrap"] is None:
             raise _fail("--seed needs --bootstrap B")
         if opts["ratings"] is not None:
-            wrong = [flag for flag in ("dimension", "round", "level") if opts[flag] is not None]
+            wrong = [flag for flag in ("dimension", "round", "level", "phase") if opts[flag] is not None]
             if wrong:
                 raise _fail(f"--{wrong[0]} applies to a study, not to --ratings")
             self._ratings(opts)
@@ -114,6 +122,7 @@ class Command(BaseCommand):
                 level=opts["level"],
                 bootstrap=opts["bootstrap"],
                 seed=opts["seed"],
+                phase=opts["phase"] or BLIND,
                 echo=lambda line: self.stderr.write(line),
             )
         except RatingsError as exc:
@@ -138,8 +147,10 @@ class Command(BaseCommand):
 def _title(slug: str, report: dict[str, Any]) -> str:
     scope = "all rounds" if report["round"] is None else f"round {report['round']}"
     level = "full depth" if report["level"] is None else f"level {report['level']}"
-    return f"{slug} · {report['dimension']} · {scope} · {level} · codebook v{report['codebook_version']}" + (
-        " · values compared as sets" if report["values"] == "sets" else ""
+    phase = " · after discussion" if report.get("phase") == "discussed" else ""
+    return (
+        f"{slug} · {report['dimension']} · {scope} · {level}{phase} · codebook v{report['codebook_version']}"
+        + (" · values compared as sets" if report["values"] == "sets" else "")
     )
 
 
