@@ -176,3 +176,57 @@ def test_revising_in_the_browser_before_the_reveal_is_a_409(world: World, client
     url = reverse("annotation:revise", kwargs={"slug": world.study.slug, "pk": world.assignment("bob", 0).pk})
     response = client.post(url, {"f1-type": "fault"})
     assert response.status_code == 409 and b"still blind" in response.content
+
+
+def _labels_file(tmp_path: Any, text: str) -> str:
+    path = tmp_path / "revisions.csv"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_import_labels_phase_discussed_revises_and_consolidates_as_discussed(
+    world: World, tmp_path: Any, capsys: Any
+) -> None:
+    _revealed(world)
+    url = world.items[0].url
+    path = _labels_file(
+        tmp_path,
+        f"item,annotator,dimension,label,round\n{url},bob,type,fault,1\n{url},bob,symptom,hang,1\n"
+        f"{url},bob,fix,config,1\n",
+    )
+    call_command("import_labels", world.study.slug, path, "--phase", "discussed")
+    assert "1 updated" in capsys.readouterr().out
+    assert Decision.objects.get(item=world.items[0], is_current=True).provenance == "discussed"
+    assert Revision.objects.get(annotation__assignment=world.assignment("bob", 0)).imported
+
+
+def test_import_labels_phase_discussed_names_the_row_it_refuses_and_writes_nothing(
+    world: World, tmp_path: Any
+) -> None:
+    url, open_url = world.items[0].url, world.items[2].url
+    path = _labels_file(tmp_path, f"item,annotator,dimension,label,round\n{url},bob,type,howto,1\n")
+    with pytest.raises(CommandError, match=r"row 2, round '1': Round 1 is still blind"):
+        call_command("import_labels", world.study.slug, path, "--phase", "discussed")
+    _revealed(world)
+    path = _labels_file(
+        tmp_path,
+        f"item,annotator,dimension,label,round\n{url},bob,type,howto,1\n{open_url},bob,type,howto,1\n",
+    )
+    with pytest.raises(CommandError, match=r"row 3, round '1': Submit your labels first"):
+        call_command("import_labels", world.study.slug, path, "--phase", "discussed")
+    assert not Revision.objects.exists()
+
+
+def test_the_leads_queue_shows_what_discussion_resolved_and_what_waits(world: World, client: Any) -> None:
+    version = services.load_codebook(world.study).version
+    services.submit_annotation(
+        world.assignment("alice", 2), AGREED_WITH_ALICE, world.alice, codebook_version=version
+    )
+    services.submit_annotation(world.assignment("bob", 2), BOB_LABELS, world.bob, codebook_version=version)
+    _revealed(world)
+    services.revise_annotation(world.assignment("bob", 0), AGREED_WITH_ALICE, world.bob)  # item 1 resolved
+    client.force_login(world.lead)
+    page = client.get(reverse("adjudication:queue", kwargs={"slug": world.study.slug})).content.decode()
+    row = page.split('id="discussion-outcomes"', 1)[1].split("</section>", 1)[0]
+    assert '<td class="num resolved">1</td>' in row and '<td class="num unresolved">1</td>' in row
+    assert "not resolved by discussion" in page  # item 3 still waits, flagged in the queue

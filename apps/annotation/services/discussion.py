@@ -231,12 +231,54 @@ def revise_annotation(
     return ReviseResult(annotation, True)
 
 
+Revised = tuple[int, User, int | None, Sequence[int], pl.Payload]  # item, annotator, round, rows, labels
+
+
+def apply_revisions(study: Study, revisions: Sequence[Revised], result: Any) -> None:
+    """The revisions of a labels file (`imports.import_annotations` with ``revisions``), checked first:
+    each names an annotator's submitted assignment of the item in a round in discussion (the round of
+    the row, else the latest where the annotator has the item), not decided; every refusal is reported
+    by row (ImportLabelsError) and nothing is written. `result` counts updated and unchanged ones."""
+    from ..label_file import LabelProblem
+    from .common import ImportLabelsError
+
+    problems: list[LabelProblem] = []
+    todo: list[tuple[Assignment, User, pl.Payload]] = []
+    for item_id, user, number, rows, payload in revisions:
+        mine = Assignment.objects.filter(study=study, item_id=item_id, annotator=user).select_related("round")
+        if number is not None:
+            mine = mine.filter(round__number=number)
+        assignment = mine.order_by("-round__number").first()
+        row = rows[0] if rows else 0
+        if assignment is None:
+            where = f"round {number}" if number is not None else "any round"
+            problems.append(
+                LabelProblem(row, "annotator", user.username, f"has no assignment of this item in {where}")
+            )
+            continue
+        try:
+            check_revisable(assignment, user)
+        except AnnotationError as exc:
+            problems.append(LabelProblem(row, "round", str(assignment.round.number), str(exc)))
+            continue
+        todo.append((assignment, user, payload))
+    if problems:
+        raise ImportLabelsError(problems)
+    for assignment, user, payload in todo:
+        done = revise_annotation(assignment, payload, user, study=study, imported=True)
+        if done.changed:
+            result.annotations_updated += 1
+        else:
+            result.unchanged += 1
+
+
 __all__ = [
     "InvalidLabels",
     "NotInDiscussion",
     "OpenAssignments",
     "RevealResult",
     "ReviseResult",
+    "apply_revisions",
     "check_revisable",
     "open_assignment_count",
     "reveal_round",
