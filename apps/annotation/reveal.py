@@ -14,7 +14,16 @@ from apps.accounts.models import Study, User
 from apps.corpus.models import Item
 
 from . import payload as pl
-from .models import Annotation, Assignment, AssignmentStatus, BlindRecord, Revision, Round
+from .models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    BlindRecord,
+    LabelValue,
+    Revision,
+    Round,
+    RoundPhase,
+)
 from .phases import is_blind
 from .services.common import LoadedCodebook, stored_labels
 
@@ -107,3 +116,89 @@ def revealed_items(
     ]
     position = {item_id: i for i, item_id in enumerate(own)}
     return sorted(rows, key=lambda r: (not r.disagree, position[r.item.pk]))
+
+
+# --- Closing the loop: decisions of revealed rounds, shown to their annotators --------------------------
+
+
+@dataclass(frozen=True)
+class DecidedItem:
+    """An item the annotator labelled in a revealed round, and its current decision."""
+
+    assignment: Assignment
+    provenance: str
+    rationale: str
+    gold: frozenset[tuple[int, int]]  # (dimension id, category id) of the decision
+    mine: frozenset[tuple[int, int]]  # the annotator's own labels, the same way
+
+    @property
+    def matched(self) -> bool:
+        return self.gold == self.mine
+
+
+def decided_items(study: Study, user: User, *, assignment: Assignment | None = None) -> list[DecidedItem]:
+    """The user's submitted items of the study's revealed rounds that are decided, newest round first,
+    each with the decision (read through `Item`'s reverse relations: annotation never imports
+    adjudication) and whether the user's labels match it (the same categories in every dimension).
+    Nothing of a blind round: there, a decision would tell whether the others agreed. Three queries."""
+    if not user.is_authenticated:
+        return []
+    mine = (
+        Assignment.objects.filter(study=study, annotator=user, status=AssignmentStatus.SUBMITTED)
+        .exclude(round__phase=RoundPhase.BLIND)
+        .filter(item__decisions__is_current=True)
+        .select_related("item", "round")
+        .order_by("-round__number", "position", "id")
+    )
+    if assignment is not None:
+        mine = mine.filter(pk=assignment.pk)
+    assignments = list(mine[:MAX_ITEMS])
+    if not assignments:
+        return []
+    decisions: dict[int, tuple[str, str]] = {}
+    gold: dict[int, set[tuple[int, int]]] = {}
+    for item_id, provenance, rationale, dimension_id, category_id in Item.objects.filter(
+        pk__in=[a.item_id for a in assignments], decisions__is_current=True
+    ).values_list(
+        "pk",
+        "decisions__provenance",
+        "decisions__rationale",
+        "decisions__findings__values__dimension_id",
+        "decisions__findings__values__category_id",
+    ):
+        decisions[item_id] = (provenance, rationale)
+        if dimension_id is not None:
+            gold.setdefault(item_id, set()).add((dimension_id, category_id))
+    own: dict[int, set[tuple[int, int]]] = {}
+    for assignment_id, dimension_id, category_id in LabelValue.objects.filter(
+        finding__annotation__assignment__in=assignments, category__isnull=False
+    ).values_list("finding__annotation__assignment_id", "dimension_id", "category_id"):
+        own.setdefault(assignment_id, set()).add((dimension_id, category_id))
+    return [
+        DecidedItem(
+            a,
+            decisions[a.item_id][0],
+            decisions[a.item_id][1],
+            frozenset(gold.get(a.item_id, ())),
+            frozenset(own.get(a.pk, ())),
+        )
+        for a in assignments
+        if a.item_id in decisions
+    ]
+
+
+def own_agreement(rows: list[DecidedItem]) -> list[dict[str, Any]]:
+    """Per round, the share of the annotator's decided items whose labels matched the decision: their own
+    figure only (nothing here reads another annotator's)."""
+    per_round: dict[int, list[DecidedItem]] = {}
+    for row in rows:
+        per_round.setdefault(row.assignment.round.number, []).append(row)
+    return [
+        {
+            "round": items[0].assignment.round,
+            "decided": len(items),
+            "matched": sum(1 for r in items if r.matched),
+            "percent": round(100 * sum(1 for r in items if r.matched) / len(items)),
+        }
+        for _, items in sorted(per_round.items())
+    ]

@@ -5,6 +5,7 @@ from . import views
 app_name = "annotation"
 urlpatterns = [
     path("queue/", views.queue, name="queue"),
+    path("decided/", views.my_decided, name="decided"),
     path("label/next/", views.next_item, name="next"),
     path("label/<int:pk>/", views.workbench, name="workbench"),
     path("label/<int:pk>/draft/", views.save_draft, name="draft"),

@@ -230,3 +230,51 @@ def test_the_leads_queue_shows_what_discussion_resolved_and_what_waits(world: Wo
     row = page.split('id="discussion-outcomes"', 1)[1].split("</section>", 1)[0]
     assert '<td class="num resolved">1</td>' in row and '<td class="num unresolved">1</td>' in row
     assert "not resolved by discussion" in page  # item 3 still waits, flagged in the queue
+
+
+def test_once_decided_its_annotators_see_the_decision_and_whether_they_matched(
+    world: World, client: Any
+) -> None:
+    _revealed(world)
+    services.revise_annotation(world.assignment("bob", 0), AGREED_WITH_ALICE, world.bob)
+    client.force_login(world.bob)
+    workbench = reverse(
+        "annotation:workbench", kwargs={"slug": world.study.slug, "pk": world.assignment("bob", 0).pk}
+    )
+    body = client.get(workbench).content.decode()
+    assert "Decided: resolved by discussion" in body and "your labels matched" in body
+    page = client.get(reverse("annotation:decided", kwargs={"slug": world.study.slug})).content.decode()
+    own = page.split('id="own-agreement"', 1)[1].split("</section>", 1)[0]
+    assert '<td class="num matched">1</td>' in own and "100%" in own
+
+
+def test_an_annotator_whose_labels_differed_from_the_lead_sees_it_and_only_their_own_figure(
+    world: World, client: Any
+) -> None:
+    from apps.adjudication.services import decide
+
+    _revealed(world)
+    gold = [{"type": ["fault"], "symptom": ["hang"], "fix": ["config"]}]
+    decide(
+        world.items[0],
+        gold,
+        actor=world.lead,
+        rationale="A hang, as the logs say.",
+        expected_decision_id=None,
+    )
+    client.force_login(world.bob)
+    page = client.get(reverse("annotation:decided", kwargs={"slug": world.study.slug})).content.decode()
+    assert "differed" in page and "A hang, as the logs say." in page and "adjudicated by a lead" in page
+    assert '<td class="num matched">0</td>' in page and "alice" not in page  # bob's own figure only
+
+
+def test_a_decision_in_a_blind_round_is_not_shown_to_its_annotators(world: World, client: Any) -> None:
+    version = services.load_codebook(world.study).version
+    services.submit_annotation(
+        world.assignment("alice", 2), BOB_LABELS, world.alice, codebook_version=version
+    )
+    services.submit_annotation(world.assignment("bob", 2), BOB_LABELS, world.bob, codebook_version=version)
+    assert Decision.objects.filter(item=world.items[2], is_current=True).exists()  # unanimous, blind
+    client.force_login(world.bob)
+    page = client.get(reverse("annotation:decided", kwargs={"slug": world.study.slug})).content.decode()
+    assert "No decided item of a revealed round yet." in page

@@ -135,6 +135,7 @@ MATRIX: dict[str, Rule] = {
     "taxonomy:category-delete": page("lead", "POST", kwargs=category("code")),
     # --- labelling --------------------------------------------------------------------------------
     "annotation:queue": page("member", kwargs=study),
+    "annotation:decided": page("member", kwargs=study),
     "annotation:next": page("member", kwargs=study, get=302),
     "annotation:workbench": page("own", kwargs=assignment("alice", 2)),
     "annotation:draft": page("own", "POST", kwargs=assignment("alice", 2)),

@@ -1,6 +1,6 @@
 """The annotator's queue and workbench, and the lead's rounds and screening pages."""
 
-from .discussion import reveal, revise, round_discussion
+from .discussion import my_decided, reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
 from .workbench import next_item, queue, save_draft, submit, workbench
 
@@ -8,6 +8,7 @@ __all__ = [
     "add_items",
     "assign",
     "draw",
+    "my_decided",
     "next_item",
     "queue",
     "reassign",

@@ -24,7 +24,7 @@ from .. import payload as pl
 from .. import services
 from ..models import Assignment, Round
 from ..phases import in_discussion, is_blind
-from ..reveal import RevealedItem, revealed_items
+from ..reveal import DecidedItem, RevealedItem, decided_items, own_agreement, revealed_items
 from .common import request_user
 
 
@@ -76,11 +76,47 @@ def discussion_context(user: User, assignment: Assignment, book: services.Loaded
     except services.AnnotationError:
         revisable = False
     rows = revealed_items(round_, user, book, assignment=assignment)
+    decided = decided_items(assignment.study, user, assignment=assignment)
     return {
         "phase": round_.get_phase_display(),
         "revisable": revisable,
         "side_by_side": _shown(rows[0], book) if rows else None,
+        "decision": _decision(decided[0], book) if decided else None,
     }
+
+
+PROVENANCE = {"unanimous": "unanimous", "majority": "by majority", "discussed": "resolved by discussion",
+              "adjudicated": "adjudicated by a lead", "imported": "imported"}  # fmt: skip
+
+
+def _decision(row: DecidedItem, book: services.LoadedCodebook) -> dict[str, Any]:
+    by_dimension: dict[str, list[str]] = {}
+    names = {d.id: d.name for d in book.index.all_dimensions}
+    for dimension_id, category_id in sorted(row.gold):
+        by_dimension.setdefault(names.get(dimension_id, str(dimension_id)), []).append(
+            book.index.path(category_id)
+        )
+    return {
+        "assignment": row.assignment,
+        "provenance": PROVENANCE.get(row.provenance, row.provenance),
+        "rationale": row.rationale,
+        "labels": [(name, "; ".join(paths)) for name, paths in by_dimension.items()],
+        "matched": row.matched,
+    }
+
+
+@login_required
+@require_GET
+def my_decided(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """My decided items of revealed rounds: each decision, its provenance and rationale, whether my labels
+    matched it, and my own agreement with the final labels per round."""
+    study, role = access_study(request.user, slug)
+    book = services.load_codebook(study)
+    rows = decided_items(study, request_user(request))
+    ctx = study_context(
+        study, role, "queue", rows=[_decision(r, book) for r in rows], agreement=own_agreement(rows)
+    )
+    return render(request, "annotation/decided.html", ctx)
 
 
 @login_required
