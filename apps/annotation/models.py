@@ -274,3 +274,51 @@ class Revision(models.Model):
 
     class Meta:
         ordering = ["annotation", "revised_at", "id"]
+
+
+class Comment(models.Model):
+    """One comment of an item's discussion thread in a round (the thread is the (round, item) pair).
+
+    `body` is the author's Markdown; `body_html` its rendering through corpus's sanitizer. An edit keeps
+    the previous text in `CommentEdit`; a delete blanks the comment (kept, with its history), never
+    removes the row, so replies keep their place."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="comments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="thread_comments")
+    author = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField()
+    body_html = models.TextField(blank=True)
+    mentions = models.ManyToManyField(User, blank=True, related_name="mentioned_in")
+    created_at = models.DateTimeField(default=timezone.now)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round", "item", "created_at", "id"]
+        indexes = [models.Index(fields=["round", "item", "created_at"], name="comment_thread")]
+
+
+class CommentEdit(models.Model):
+    """A comment's text before an edit or a delete: the comment's history."""
+
+    comment = models.ForeignKey(Comment, on_delete=models.CASCADE, related_name="edits")
+    body = models.TextField()
+    edited_at = models.DateTimeField(default=timezone.now)
+    deleted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["comment", "edited_at", "id"]
+
+
+class ThreadRead(models.Model):
+    """When a user last read a thread: comments after it by others are unread."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    read_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "item", "user"], name="threadread_unique"),
+        ]

@@ -157,6 +157,12 @@ def add_jobs(world: World) -> World:
     symptom = Dimension.objects.get(codebook__study=study, key="symptom")
     world.extras["proposal"] = propose_category(symptom, "Deadlock", None, "seen twice", world.alice).category
     world.extras["alice_token"] = ApiToken.issue(world.alice, "laptop")[0]
+    from apps.annotation.models import Comment
+
+    # alice's comment on item 1's thread (round 1 is blind: written here, as the browser would refuse it)
+    world.extras["comment"] = Comment.objects.create(
+        round=world.round, item=world.items[0], author=world.alice, body="hmm", body_html="<p>hmm</p>"
+    )
     return world
 
 

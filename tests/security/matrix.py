@@ -136,6 +136,11 @@ MATRIX: dict[str, Rule] = {
     # --- labelling --------------------------------------------------------------------------------
     "annotation:queue": page("member", kwargs=study),
     "annotation:decided": page("member", kwargs=study),
+    "annotation:inbox": page("member", kwargs=study),
+    "annotation:thread": page(
+        "lead", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1, "item_id": w.items[0].pk}
+    ),
+    "annotation:comment": page("own", "POST", kwargs=extra("comment"), post=302),
     "annotation:next": page("member", kwargs=study, get=302),
     "annotation:workbench": page("own", kwargs=assignment("alice", 2)),
     "annotation:draft": page("own", "POST", kwargs=assignment("alice", 2)),

@@ -2,12 +2,15 @@
 
 from .discussion import my_decided, reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
+from .threads import comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
 __all__ = [
     "add_items",
     "assign",
+    "comment",
     "draw",
+    "inbox",
     "my_decided",
     "next_item",
     "queue",
@@ -21,5 +24,6 @@ __all__ = [
     "screen",
     "screening",
     "submit",
+    "thread",
     "workbench",
 ]
