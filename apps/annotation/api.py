@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import Conflict, Refused, refuse
 
-from . import services
+from . import api_threads, services
 from .models import Annotation, AnnotationQuerySet, Assignment, BlindRecord, Revision, Round, RoundPhase
 from .serializers import (
     AnnotationSerializer,
@@ -452,3 +452,5 @@ urlpatterns = [
     path("studies/<slug:slug>/my/queue/", MyQueue.as_view(), name="api-my-queue"),
     path("studies/<slug:slug>/my/annotations/", MyAnnotations.as_view(), name="api-my-annotations"),
 ]
+
+urlpatterns += api_threads.urlpatterns  # the item's discussion thread

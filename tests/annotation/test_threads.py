@@ -109,3 +109,22 @@ def test_an_empty_comment_is_refused_with_the_reason(world: World, client: Any) 
     client.force_login(world.alice)
     response = client.post(_url(world), {"body": "  "}, headers={"HX-Request": "true", "HX-Target": "thread"})
     assert response.status_code == 422 and b"the comment is empty" in response.content
+
+
+def test_the_api_gives_the_thread_under_the_item_after_the_reveal(world: World) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(world.bob)
+    url = f"/api/v1/studies/{world.study.slug}/items/{world.items[0].pk}/thread/"
+    refused = client.get(url)
+    assert refused.status_code == 403 and "still blind" in refused.json()["detail"]
+    _reveal(world)
+    posted = client.post(url, {"body": "@alice why a fault?"}, format="json")
+    assert posted.status_code == 201
+    assert posted.json()["round"] == 1
+    [comment] = posted.json()["comments"]
+    assert (comment["author"], comment["mentions"]) == ("bob", ["alice"])
+    assert (
+        client.get(f"/api/v1/studies/{world.study.slug}/items/{world.items[3].pk}/thread/").status_code == 404
+    )

@@ -209,6 +209,7 @@ MATRIX: dict[str, Rule] = {
     "api-round-reveal": api(
         "member", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, write="lead"
     ),
+    "api-item-thread": api("lead", "GET", "POST", kwargs=item(0)),
     "api-assignment-revision": api("own_or_lead", "GET", "POST", kwargs=assignment("alice", 0), write="own"),
     "api-round-assign": api("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "api-assignment-list": api("lead", kwargs=study),
