@@ -30,6 +30,7 @@ from apps.accounts.models import Membership, Study
 from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import dimension_report
 from apps.annotation.models import Round, RoundItem
+from apps.annotation.services.package import discussion_data
 from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
 from apps.taxonomy.index import CodebookIndex
@@ -53,6 +54,7 @@ DATASET_FILES = (
     "codebook.json",
     "dataset.csv",
     "dataset.json",
+    "discussion.json",
     "items.jsonl",
     "sampling.json",
     "study.json",
@@ -96,6 +98,7 @@ def study_data(study: Study) -> dict[str, Any]:
         "show_annotator_names": study.show_annotator_names,
         "require_rationale_on_override": study.require_rationale_on_override,
         "reveal_labels_after_decision": study.reveal_labels_after_decision,
+        "discuss_after_reveal": study.discuss_after_reveal,
         "members": [{"username": username, "role": role} for username, role in members],
     }
 
@@ -446,6 +449,7 @@ def build_package(
         _write_text(directory / "study.json", dump_json(study_data(study)))
         _write_text(directory / "codebook.json", dump_json(codebook_data(study, index)))
         _write_text(directory / "sampling.json", dump_json(sampling_data(study)))
+        _write_text(directory / "discussion.json", dump_json(discussion_data(study)))
         n_items = 0
         with (directory / "items.jsonl").open("w", encoding="utf-8", newline="") as handle:
             for line in item_lines(study):

@@ -111,6 +111,7 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `items.jsonl` | every item of the study (URL, source, title, body, tags, metadata, comments), one per line |
 | `codebook.json` | the codebook: version, every category (retired, merged too), change history |
 | `sampling.json` | the labelling rounds: how each was drawn (method, seed, size) and its items |
+| `discussion.json` | each round's phase, its blind labels frozen at the reveal, revisions and threads |
 | `agreement.json` | inter-annotator agreement per round and dimension (docs/design.md §6 coefficients) |
 | `agreement.md` | the same, as tables |
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |
