@@ -74,6 +74,11 @@ class Study(models.Model):
     reveal_labels_after_decision = models.BooleanField(
         default=False, help_text="Once an item is decided, its annotators may see each other's labels."
     )
+    discuss_after_reveal = models.BooleanField(
+        default=False,
+        help_text="Rounds open a discussion between their annotators when revealed (else: straight to "
+        "adjudication).",
+    )
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(

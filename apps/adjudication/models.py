@@ -16,6 +16,7 @@ from apps.taxonomy.models import Category, Dimension
 class Provenance(models.TextChoices):
     UNANIMOUS = "unanimous", "Unanimous"
     MAJORITY = "majority", "Majority"
+    DISCUSSED = "discussed", "Resolved by discussion"
     ADJUDICATED = "adjudicated", "Adjudicated"
     IMPORTED = "imported", "Imported"
 

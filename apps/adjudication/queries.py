@@ -25,7 +25,7 @@ from apps.taxonomy.models import Category, CategoryStatus
 
 from .consolidation import PENDING, Findings
 from .consolidation import Value as FindingValue
-from .models import Decision, DecisionValue, Review, ReviewState
+from .models import Decision, DecisionValue, Provenance, Review, ReviewState
 
 
 def merged_targets(study_id: int, *, index: CodebookIndex | None = None) -> dict[int, int]:
@@ -385,6 +385,41 @@ def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
         number, name = rounds.get(round_id or 0, (None, ""))
         out.append((round_id, name or (f"Round {number}" if number is not None else "No round"), n))
     return out
+
+
+def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
+    """Per revealed round: items its discussion resolved (current decisions ``discussed``), items it did
+    not (open disagreements, waiting for the lead) and items the lead decided (``adjudicated``). Two
+    queries."""
+    revealed = list(Round.objects.filter(study=study, revealed_at__isnull=False).order_by("number"))
+    if not revealed:
+        return []
+    ids = [r.pk for r in revealed]
+    rows = (
+        Decision.objects.filter(study=study, is_current=True, round_id__in=ids)
+        .order_by()
+        .values_list("round_id", "provenance")
+        .annotate(n=Count("*"))
+        .values_list("round_id", "provenance", "n")
+    )
+    decided = {(round_id, provenance): n for round_id, provenance, n in rows}
+    open_ = dict(
+        Review.objects.open_disagreements()
+        .filter(study=study, round_id__in=ids)
+        .order_by()
+        .values_list("round_id")
+        .annotate(n=Count("*"))
+        .values_list("round_id", "n")
+    )
+    return [
+        {
+            "round": r,
+            "resolved": decided.get((r.pk, Provenance.DISCUSSED), 0),
+            "unresolved": open_.get(r.pk, 0),
+            "adjudicated": decided.get((r.pk, Provenance.ADJUDICATED), 0),
+        }
+        for r in revealed
+    ]
 
 
 def annotators_of(study: Study) -> list[tuple[int, str]]:

@@ -20,6 +20,7 @@ class CountsSerializer(serializers.Serializer[Any]):
 class DecisionCountsSerializer(serializers.Serializer[Any]):
     unanimous = serializers.IntegerField()
     majority = serializers.IntegerField()
+    discussed = serializers.IntegerField(help_text="Agreed after the round's reveal, by discussion.")
     adjudicated = serializers.IntegerField()
     imported = serializers.IntegerField()
 

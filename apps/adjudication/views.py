@@ -131,6 +131,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         next_url=next_url,
         first_page=after is None,
         counts=counts_per_round(study),
+        discussion=queries.discussion_outcomes(study),
         queue_query=_queue_query(form),
         now=now,
         short=None if is_htmx(request) else queries.short_of_annotators(study)[:SHORT_SHOWN],

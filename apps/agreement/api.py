@@ -63,7 +63,7 @@ class SnapshotList(StudyListAPIView[AgreementSnapshot]):
         form = ComputeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        command = data["scope"] == "report" or "dimension" in data or "round" in data
+        command = data["scope"] == "report" or "dimension" in data or "round" in data or "phase" in data
         try:
             if command:
                 snapshot = services.command_snapshot(
@@ -73,6 +73,7 @@ class SnapshotList(StudyListAPIView[AgreementSnapshot]):
                     level=data.get("level"),
                     bootstrap=data.get("bootstrap"),
                     seed=data.get("seed"),
+                    phase=data.get("phase", "blind"),
                     actor=self.user,
                 )
             else:

@@ -178,7 +178,10 @@ def figures(
         for pair in rows.pairs
     ]
     annotators = rows.annotators
+    phase_notes = Notes()
     ctx: dict[str, Any] = {
+        "before_after": _before_after(result, dict(scopes), phase_notes),
+        "phase_notes": phase_notes.reasons,
         "scopes": scopes,
         "summary": summary,
         "summary_notes": summary_notes.reasons,
@@ -200,6 +203,31 @@ def figures(
     }
     ctx.update(_confusion(request, study, chosen["key"], scope, level, annotators))
     return ctx
+
+
+def _before_after(result: dict[str, Any], labels: dict[str, str], notes: Notes) -> list[dict[str, Any]]:
+    """Each revealed round's blind and after-discussion kappa and alpha, per dimension."""
+    discussed = result.get("discussed") or {}
+    rows = []
+    for d in result["dimensions"]:
+        for number, after in discussed.get(d["key"], {}).items():
+            blind = d["reports"].get(number)
+            if blind is None:
+                continue
+            rows.append(
+                {
+                    "dimension": d["key"],
+                    "name": d["name"],
+                    "round": number,
+                    "label": labels.get(number, number),
+                    **{
+                        f"{phase}_{short}": notes.figure(overall(report, metric))
+                        for phase, report in (("blind", blind), ("discussed", after))
+                        for short, metric in (("kappa", "cohen_kappa"), ("alpha", "krippendorff_alpha"))
+                    },
+                }
+            )
+    return rows
 
 
 def _downloads(slug: str, dimension: str, scope: str, level: int | None) -> dict[str, dict[str, str]]:

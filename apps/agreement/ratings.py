@@ -9,6 +9,10 @@ one round or all rounds, at one level of the category tree. Nothing here writes.
 The rules (docs/agreement.md, "Agreement in a study"):
 
 * **only submitted annotations** count (``Annotation.submitted_at`` set); drafts are invisible;
+* the **phase** (`PHASES`): ``blind`` (the default) reads a revealed round's frozen blind record
+  (``annotation.BlindValue``, written once at the reveal) and an unrevealed round's current labels, so the
+  blind figures of a round never change after its reveal; ``discussed`` reads the current labels of
+  every round (after the discussion's revisions);
 * a **unit** is an item in a round: the same item labelled again in a later round is another unit;
 * an annotator's **value** for a unit and a dimension is the set of categories over all their findings'
   values in that dimension, each category replaced by its ancestor at the requested ``level``
@@ -40,7 +44,7 @@ from django.db.models.functions import Cast, Coalesce
 from numpy.lib.recfunctions import structured_to_unstructured, unstructured_to_structured
 
 from apps.accounts.models import User
-from apps.annotation.models import Finding, LabelValue, Round
+from apps.annotation.models import BlindValue, Finding, LabelValue, Round, RoundPhase
 from apps.raters.ratings import model_columns, model_label_rows, rater_names
 from apps.taxonomy.index import CodebookIndex, DimensionInfo, UnknownDimensionError
 
@@ -53,6 +57,8 @@ if TYPE_CHECKING:
 IntArray = npt.NDArray[np.int64]
 
 PENDING = "pending"
+BLIND, DISCUSSED = "blind", "discussed"
+PHASES = (BLIND, DISCUSSED)
 """The value of a *pending* (undecided) rating; no category of a dimension may have this key."""
 
 _NO_CATEGORY = -1
@@ -60,7 +66,10 @@ _COLUMNS = ("round", "item", "annotator", "finding", "dimension", "category")
 _ROW_DTYPE = np.dtype([(name, np.int64) for name in _COLUMNS])
 
 __all__ = [
+    "BLIND",
+    "DISCUSSED",
     "PENDING",
+    "PHASES",
     "DimensionTable",
     "RatingsError",
     "RoundInfo",
@@ -101,6 +110,7 @@ class StudyRatings:
     rounds: tuple[RoundInfo, ...]
     annotators: dict[int, str]
     rows: npt.NDArray[np.void]
+    phase: str = BLIND
 
     @property
     def codebook_version(self) -> int:
@@ -149,7 +159,26 @@ class StudyRatings:
         raise RatingsError(f"unknown round {number}; valid rounds: {known}")
 
 
-def _label_rows(study: Study, dimension_ids: list[int]) -> IntArray:
+def _blind_rows(study: Study, dimension_ids: list[int]) -> IntArray:
+    """The frozen blind record of the study's revealed rounds in these dimensions, one row of `_COLUMNS`
+    each (one query)."""
+    big = BigIntegerField()
+    return int_rows(
+        BlindValue.objects.filter(record__round__study=study, dimension_id__in=dimension_ids)
+        .annotate(
+            round_=Cast("record__round__number", big),
+            item_=Cast("record__item_id", big),
+            annotator_=Cast("record__annotator_id", big),
+            number_=Cast("finding", big),
+            dimension_=Cast("dimension_id", big),
+            category_=Coalesce(Cast("category_id", big), Value(_NO_CATEGORY), output_field=big),
+        )
+        .values_list("round_", "item_", "annotator_", "number_", "dimension_", "category_"),
+        len(_COLUMNS),
+    )
+
+
+def _label_rows(study: Study, dimension_ids: list[int], phase: str = DISCUSSED) -> IntArray:
     """The submitted label values of the study in these dimensions, one row of `_COLUMNS` each.
 
     Two reads joined here, rather than one query joining four tables for every label value (which cost
@@ -158,16 +187,19 @@ def _label_rows(study: Study, dimension_ids: list[int]) -> IntArray:
     codebook), kept when their finding is one of those (not a draft's).
     """
     big = BigIntegerField()
+    current = Finding.objects.filter(
+        annotation__assignment__study=study, annotation__submitted_at__isnull=False
+    )
+    if phase == BLIND:  # a revealed round's blind labels are its blind record (`_blind_rows`)
+        current = current.filter(annotation__assignment__round__phase=RoundPhase.BLIND)
     findings = int_rows(
-        Finding.objects.filter(annotation__assignment__study=study, annotation__submitted_at__isnull=False)
-        .annotate(
+        current.annotate(
             id_=Cast("pk", big),
             round_=Cast("annotation__assignment__round__number", big),
             item_=Cast("annotation__assignment__item_id", big),
             annotator_=Cast("annotation__assignment__annotator_id", big),
             number_=Cast("number", big),
-        )
-        .values_list("id_", "round_", "item_", "annotator_", "number_"),
+        ).values_list("id_", "round_", "item_", "annotator_", "number_"),
         5,
     )
     if not dimension_ids:
@@ -192,35 +224,43 @@ def _label_rows(study: Study, dimension_ids: list[int]) -> IntArray:
 
 
 def load_study_ratings(
-    study: Study, *, dimension: str | None = None, raters: Sequence[str] | None = None
+    study: Study,
+    *,
+    dimension: str | None = None,
+    raters: Sequence[str] | None = None,
+    phase: str = BLIND,
 ) -> StudyRatings:
-    """Read the study's submitted label values (all dimensions, or one) in a constant number of queries.
+    """Read the study's submitted label values (all dimensions, or one) in a constant number of queries,
+    as they were blind or after discussion (`phase`, module docstring).
 
     Without ``raters``, every annotator's labels and no model's (model raters never count unless asked
     for). With ``raters`` (annotators' usernames and model raters' names, ``NAME#k`` for a model's
     sample k: `apps.raters.ratings`), the labels of exactly those; a model rater's column has a negative
-    id. Raises RatingsError for an unknown ``dimension`` or rater, or fewer than two raters.
+    id. Raises RatingsError for an unknown ``dimension``, ``phase`` or rater, or fewer than two raters.
     """
+    if phase not in PHASES:
+        raise RatingsError(f"unknown phase {phase!r}; valid phases: {', '.join(PHASES)}")
     index = CodebookIndex.for_study(study)
-    rounds = tuple(
-        RoundInfo(pk, number, name)
-        for pk, number, name in Round.objects.filter(study=study)
-        .order_by("number")
-        .values_list("id", "number", "name")
+    round_rows = list(
+        Round.objects.filter(study=study).order_by("number").values_list("id", "number", "name", "phase")
     )
+    rounds = tuple(RoundInfo(pk, number, name) for pk, number, name, _ in round_rows)
+    revealed = any(round_phase != RoundPhase.BLIND for *_, round_phase in round_rows)
     partial = StudyRatings(study.pk, index, rounds, {}, np.zeros(0, dtype=_ROW_DTYPE))
     dimension_ids = (
         [d.id for d in index.all_dimensions] if dimension is None else [partial.dimension(dimension).id]
     )
-    label_rows = _label_rows(study, dimension_ids)
+    table = _label_rows(study, dimension_ids, phase)
+    if phase == BLIND and revealed and dimension_ids:  # one more query, only once a round is revealed
+        table = np.concatenate([table, _blind_rows(study, dimension_ids)])
     if raters is not None:
-        label_rows, annotators = _chosen_raters(study, label_rows, raters, dimension_ids)
-    rows = label_rows.view(_ROW_DTYPE).reshape(-1)
+        table, annotators = _chosen_raters(study, table, raters, dimension_ids)
+    rows = table.view(_ROW_DTYPE).reshape(-1)
     if raters is None:
         annotators = dict(
             User.objects.filter(pk__in=np.unique(rows["annotator"]).tolist()).values_list("id", "username")
         )
-    return StudyRatings(study.pk, index, rounds, annotators, rows)
+    return StudyRatings(study.pk, index, rounds, annotators, rows, phase)
 
 
 def _chosen_raters(

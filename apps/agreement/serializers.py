@@ -59,6 +59,12 @@ class ComputeSerializer(serializers.Serializer[Any]):
     level = serializers.IntegerField(required=False, min_value=1, max_value=50)
     bootstrap = serializers.IntegerField(required=False, min_value=1, max_value=MAX_BOOTSTRAP)
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+    phase = serializers.ChoiceField(
+        choices=["blind", "discussed"],
+        required=False,
+        help_text="A report's labels: blind (default; a revealed round's frozen blind record) or discussed "
+        "(after revisions). The dashboard holds both, the after-discussion ones under `discussed`.",
+    )
 
 
 class LevelSerializer(serializers.Serializer[Any]):

@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from apps.accounts.models import Study, User
-from apps.annotation.models import Annotation, LabelValue
+from apps.annotation.models import Annotation, LabelValue, Round
 from apps.core.jobs import JobFailed, JobProgress, enqueue, is_stalled, run_job
 from apps.core.models import JobStatus
 from apps.corpus.models import Item
@@ -38,7 +38,16 @@ from apps.taxonomy.models import Codebook
 from . import freshness
 from .metrics import ConfusionMatrix, MultiRatingTable, RatingTable, agreement_report, confusion_matrix
 from .models import AgreementSnapshot
-from .ratings import PENDING, DimensionTable, RatingsError, StudyRatings, build_table, load_study_ratings
+from .ratings import (
+    BLIND,
+    DISCUSSED,
+    PENDING,
+    DimensionTable,
+    RatingsError,
+    StudyRatings,
+    build_table,
+    load_study_ratings,
+)
 
 DASHBOARD_BOOTSTRAP = 1000
 DASHBOARD_SEED = 0
@@ -94,6 +103,7 @@ def dimension_report(
         "level": level,
         "codebook_version": ratings.codebook_version,
         "values": "sets" if table.is_multi else "single",
+        "phase": ratings.phase,
         **agreement_report(table.table, bootstrap=bootstrap, seed=seed),
         "n_pairable": table.n_pairable,
         "category_counts": table.counts,
@@ -130,6 +140,7 @@ def command_snapshot(
     alt_test_rater: str | None = None,
     epsilon: float = alt_test.DEFAULT_EPSILON,
     q: float = alt_test.DEFAULT_Q,
+    phase: str = BLIND,
     actor: User | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> AgreementSnapshot:
@@ -142,7 +153,7 @@ def command_snapshot(
     (unknown dimension, round or rater, level below 1, no codebook) raises RatingsError before anything
     is written.
     """
-    ratings = load_study_ratings(study, dimension=dimension, raters=raters)
+    ratings = load_study_ratings(study, dimension=dimension, raters=raters, phase=phase)
     _check_request(ratings, dimension, round_number, level)
     if bootstrap is not None and bootstrap < 1:
         raise RatingsError(f"--bootstrap must be a positive number of replicates, got {bootstrap}")
@@ -159,6 +170,7 @@ def command_snapshot(
         codebook_version=ratings.codebook_version,
         params={
             "kind": "command",
+            "phase": phase,
             "dimension": dimension,
             "round": round_number,
             "level": level,
@@ -353,6 +365,31 @@ def _dashboard_result(
     }
 
 
+def _revealed_rounds(study: Study) -> list[int]:
+    """The numbers of the study's revealed rounds: those with figures after discussion."""
+    return list(
+        Round.objects.filter(study=study, revealed_at__isnull=False)
+        .order_by("number")
+        .values_list("number", flat=True)
+    )
+
+
+def _discussed_result(
+    ratings: StudyRatings, revealed: Sequence[int], level: int | None, bootstrap: int, seed: int
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The after-discussion reports of each revealed round, by dimension key then round number; the
+    blind ones stay in the dashboard result's ``dimensions``, read from the frozen blind record."""
+    return {
+        dimension.key: {
+            str(number): dimension_report(
+                ratings, dimension.key, round_number=number, level=level, bootstrap=bootstrap, seed=seed
+            )
+            for number in revealed
+        }
+        for dimension in ratings.index.dimensions
+    }
+
+
 # --------------------------------------------------------------------------------------- running one
 def run_snapshot(
     snapshot: AgreementSnapshot,
@@ -373,7 +410,10 @@ def run_snapshot(
         try:
             if ratings is None:
                 ratings = load_study_ratings(
-                    snapshot.study, dimension=params.get("dimension"), raters=params.get("raters")
+                    snapshot.study,
+                    dimension=params.get("dimension"),
+                    raters=params.get("raters"),
+                    phase=params.get("phase", BLIND),
                 )
             if alt_ratings is None and params.get("alt_test"):
                 alt_ratings = _alt_test_ratings(
@@ -384,6 +424,12 @@ def run_snapshot(
                 result: dict[str, Any] = _dashboard_result(
                     ratings, snapshot.level, int(params["bootstrap"]), int(params["seed"]), progress
                 )
+                revealed = _revealed_rounds(snapshot.study)
+                if revealed:
+                    discussed = load_study_ratings(snapshot.study, phase=DISCUSSED)
+                    result["discussed"] = _discussed_result(
+                        discussed, revealed, snapshot.level, int(params["bootstrap"]), int(params["seed"])
+                    )
                 message = f"Agreement on {len(result['dimensions'])} dimension(s)"
             else:
                 result, message = _command_result(ratings, params, progress, alt_ratings)

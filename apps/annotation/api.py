@@ -22,8 +22,8 @@ from rest_framework.response import Response
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import Conflict, Refused, refuse
 
-from . import decided, services
-from .models import Annotation, AnnotationQuerySet, Assignment, Round
+from . import api_threads, decided, services
+from .models import Annotation, AnnotationQuerySet, Assignment, BlindRecord, Revision, Round, RoundPhase
 from .serializers import (
     AnnotationSerializer,
     AssignmentFilterSerializer,
@@ -32,6 +32,9 @@ from .serializers import (
     AssignRoundSerializer,
     DrawResultSerializer,
     DrawRoundSerializer,
+    RevealRequestSerializer,
+    RevealSerializer,
+    RevisionHistorySerializer,
     RoundDetailSerializer,
     RoundSerializer,
     SubmitResultSerializer,
@@ -152,6 +155,44 @@ class RoundAssign(StudyAPIView):
                 }
             ).data
         )
+
+
+class RoundReveal(StudyAPIView):
+    """GET where the round stands (its phase, when it was revealed, the blind records frozen): any member.
+    POST reveals it (leads and owners): `force` is needed while assignments are open (409 says how many);
+    idempotent."""
+
+    lead_methods = frozenset({"POST"})
+    extra_error_statuses = (409,)
+
+    def _body(self, round_: Round) -> dict[str, Any]:
+        return {
+            "round": round_.number,
+            "phase": round_.phase,
+            "revealed_at": round_.revealed_at,
+            "blind_records": round_.blind_records.count(),
+            "open_assignments": services.open_assignment_count(round_),
+        }
+
+    @extend_schema(responses=RevealSerializer, operation_id="round_reveal")
+    def get(self, request: Request, slug: str, number: int) -> Response:
+        round_ = get_object_or_404(Round.objects.filter(study=self.study), number=number)
+        return Response(RevealSerializer(self._body(round_)).data)
+
+    @extend_schema(request=RevealRequestSerializer, responses=RevealSerializer)
+    def post(self, request: Request, slug: str, number: int) -> Response:
+        form = RevealRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        get_object_or_404(Round.objects.filter(study=self.study), number=number)
+        try:
+            result = services.reveal_round(
+                self.study, number, force=form.validated_data.get("force", False), actor=self.user
+            )
+        except services.OpenAssignments as exc:
+            raise Conflict(str(exc)) from exc
+        except services.RoundError as exc:
+            refuse(exc)
+        return Response(RevealSerializer(self._body(result.round)).data)
 
 
 # --- assignments ------------------------------------------------------------------------------------
@@ -314,6 +355,8 @@ class AssignmentAnnotation(StudyAPIView):
         except services.StaleCodebook as exc:
             raise Refused(str(exc), [str(p) for p in exc.problems], status_code=409) from exc
         except services.AlreadyDecided as exc:
+            if assignment.round.phase == RoundPhase.DISCUSSION:
+                raise Conflict(f"{exc} In discussion, POST the revision to .../revision/.") from exc
             raise Conflict(str(exc)) from exc
         except services.InvalidLabels as exc:
             refuse("These labels cannot be saved.", exc.problems)
@@ -330,10 +373,72 @@ class AssignmentAnnotation(StudyAPIView):
         )
 
 
+class AssignmentRevision(StudyAPIView):
+    """GET the history of an assignment's labels (the caller's own; a lead or owner any of the study): the
+    blind record frozen at the reveal (null before it) and every revision since. POST revises the caller's
+    own submitted labels during the round's discussion; 409 with the reason before the reveal, after the
+    discussion or once the item is decided."""
+
+    extra_error_statuses = (409,)
+
+    @extend_schema(responses=RevisionHistorySerializer, operation_id="assignment_revisions")
+    def get(self, request: Request, slug: str, pk: int) -> Response:
+        scope = (
+            Assignment.objects.for_lead(self.user)
+            if self.is_lead
+            else Assignment.objects.for_annotator(self.user)
+        )
+        assignment = get_object_or_404(scope.filter(study=self.study).select_related("round"), pk=pk)
+        record = BlindRecord.objects.filter(assignment=assignment).first()
+        revisions = Revision.objects.filter(annotation__assignment=assignment).order_by("revised_at", "pk")
+        body = {
+            "assignment": assignment.pk,
+            "phase": assignment.round.phase,
+            "blind": None if record is None else {"findings": record.labels, "memo": record.memo},
+            "revisions": [
+                {"revised_at": r.revised_at, "before": r.labels_before, "memo_before": r.memo_before,
+                 "after": r.labels_after, "memo_after": r.memo_after}
+                for r in revisions
+            ],
+        }  # fmt: skip
+        return Response(RevisionHistorySerializer(body).data)
+
+    @extend_schema(
+        request=SubmitSerializer, responses=SubmitResultSerializer, operation_id="assignment_revise"
+    )
+    def post(self, request: Request, slug: str, pk: int) -> Response:
+        assignment = get_object_or_404(
+            Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk
+        )
+        form = SubmitSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        payload = {"findings": form.validated_data["findings"], "memo": form.validated_data.get("memo", "")}
+        try:
+            result = services.revise_annotation(assignment, payload, self.user, study=self.study)
+        except services.InvalidLabels as exc:
+            refuse("These labels cannot be saved.", exc.problems)
+        except services.NotYourAssignment as exc:  # fetched through for_annotator: cannot happen
+            refuse(exc, status_code=403)
+        except services.AnnotationError as exc:
+            raise Conflict(str(exc)) from exc
+        annotation = _annotations(Annotation.objects.for_annotator(self.user), self.study.pk).get(
+            pk=result.annotation.pk
+        )
+        body = {**annotation_data(annotation, services.load_codebook(self.study)), "created": False,
+                "changed": result.changed}  # fmt: skip
+        return Response(SubmitResultSerializer(body).data)
+
+
 urlpatterns = [
     path("studies/<slug:slug>/rounds/", RoundList.as_view(), name="api-round-list"),
     path("studies/<slug:slug>/rounds/<int:number>/", RoundDetail.as_view(), name="api-round-detail"),
     path("studies/<slug:slug>/rounds/<int:number>/assign/", RoundAssign.as_view(), name="api-round-assign"),
+    path("studies/<slug:slug>/rounds/<int:number>/reveal/", RoundReveal.as_view(), name="api-round-reveal"),
+    path(
+        "studies/<slug:slug>/assignments/<int:pk>/revision/",
+        AssignmentRevision.as_view(),
+        name="api-assignment-revision",
+    ),
     path("studies/<slug:slug>/assignments/", AssignmentList.as_view(), name="api-assignment-list"),
     path(
         "studies/<slug:slug>/assignments/<int:pk>/", AssignmentDetail.as_view(), name="api-assignment-detail"
@@ -347,3 +452,5 @@ urlpatterns = [
     path("studies/<slug:slug>/my/queue/", MyQueue.as_view(), name="api-my-queue"),
     path("studies/<slug:slug>/my/annotations/", MyAnnotations.as_view(), name="api-my-annotations"),
 ]
+
+urlpatterns += api_threads.urlpatterns  # the item's discussion thread

@@ -24,6 +24,15 @@ class SampleMethod(models.TextChoices):
     IMPORTED = "imported", "Imported labels"
 
 
+class RoundPhase(models.TextChoices):
+    """Where a round stands: blind labelling, then (after the reveal) discussion, then adjudication.
+    `apps/annotation/phases.py` is the one place that answers "is this round still blind?"."""
+
+    BLIND = "blind", "Blind labelling"
+    DISCUSSION = "discussion", "Discussion"
+    ADJUDICATION = "adjudication", "Adjudication"
+
+
 class Round(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -35,6 +44,14 @@ class Round(models.Model):
     params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    phase = models.CharField(max_length=16, choices=RoundPhase.choices, default=RoundPhase.BLIND)
+    discussion = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Whether the reveal opens a discussion (None: the study's `discuss_after_reveal`).",
+    )
+    revealed_at = models.DateTimeField(null=True, blank=True)
+    revealed_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["study", "number"]
@@ -213,3 +230,95 @@ class LabelValue(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["category"], name="labelvalue_category")]
+
+
+class BlindRecord(models.Model):
+    """One submitted annotation as it stood when its round was revealed: the round's blind record.
+
+    Written once by `services.reveal_round` and never updated or deleted while the round exists, so the
+    blind agreement of a revealed round never changes (docs/labelling.md, "Discussion")."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="blind_records")
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="blind_record")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
+    memo = models.TextField(blank=True)
+    labels = models.JSONField(default=list, help_text="The findings as {dimension key: [category keys]}.")
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    frozen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["round", "item"], name="blindrecord_round_item")]
+
+
+class BlindValue(models.Model):
+    """One label value of a blind record (category null: *pending*), read by agreement's blind phase."""
+
+    record = models.ForeignKey(BlindRecord, on_delete=models.CASCADE, related_name="values")
+    finding = models.PositiveSmallIntegerField(default=1)
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="+")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+
+class Revision(models.Model):
+    """An annotator's change of their own labels during discussion: what they were and what they became.
+    Append-only; the blind record keeps what they were at the reveal."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    revised_at = models.DateTimeField(default=timezone.now)
+    labels_before = models.JSONField(default=list)
+    memo_before = models.TextField(blank=True)
+    labels_after = models.JSONField(default=list)
+    memo_after = models.TextField(blank=True)
+    imported = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["annotation", "revised_at", "id"]
+
+
+class Comment(models.Model):
+    """One comment of an item's discussion thread in a round (the thread is the (round, item) pair).
+
+    `body` is the author's Markdown; `body_html` its rendering through corpus's sanitizer. An edit keeps
+    the previous text in `CommentEdit`; a delete blanks the comment (kept, with its history), never
+    removes the row, so replies keep their place."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="comments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="thread_comments")
+    author = models.ForeignKey(User, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField()
+    body_html = models.TextField(blank=True)
+    mentions = models.ManyToManyField(User, blank=True, related_name="mentioned_in")
+    created_at = models.DateTimeField(default=timezone.now)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round", "item", "created_at", "id"]
+        indexes = [models.Index(fields=["round", "item", "created_at"], name="comment_thread")]
+
+
+class CommentEdit(models.Model):
+    """A comment's text before an edit or a delete: the comment's history."""
+
+    comment = models.ForeignKey(Comment, on_delete=models.CASCADE, related_name="edits")
+    body = models.TextField()
+    edited_at = models.DateTimeField(default=timezone.now)
+    deleted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["comment", "edited_at", "id"]
+
+
+class ThreadRead(models.Model):
+    """When a user last read a thread: comments after it by others are unread."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    read_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "item", "user"], name="threadread_unique"),
+        ]

@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import Assignment, AssignmentStatus, Round
+from .models import Assignment, AssignmentStatus, Round, RoundPhase
 from .payload import MAX_FINDINGS, MAX_MEMO_LENGTH
 
 
@@ -25,8 +25,37 @@ class RoundSerializer(serializers.ModelSerializer[Round]):
         model = Round
         fields = [
             "number", "name", "method", "seed", "requested_size", "stratify_field", "params", "items",
-            "created_at",
+            "created_at", "phase", "revealed_at",
         ]  # fmt: skip
+
+
+class RevealRequestSerializer(serializers.Serializer[Any]):
+    force = serializers.BooleanField(
+        required=False, default=False, help_text="Reveal although some assignments are still open."
+    )
+
+
+class RevealSerializer(serializers.Serializer[Any]):
+    round = serializers.IntegerField()
+    phase = serializers.ChoiceField(choices=RoundPhase.choices)
+    revealed_at = serializers.DateTimeField(allow_null=True)
+    blind_records = serializers.IntegerField(help_text="Submitted annotations frozen at the reveal.")
+    open_assignments = serializers.IntegerField()
+
+
+class RevisionSerializer(serializers.Serializer[Any]):
+    revised_at = serializers.DateTimeField()
+    before = serializers.JSONField(help_text="The findings before, as {dimension: [category keys]}.")
+    memo_before = serializers.CharField(allow_blank=True)
+    after = serializers.JSONField()
+    memo_after = serializers.CharField(allow_blank=True)
+
+
+class RevisionHistorySerializer(serializers.Serializer[Any]):
+    assignment = serializers.IntegerField()
+    phase = serializers.ChoiceField(choices=RoundPhase.choices)
+    blind = serializers.JSONField(allow_null=True, help_text="The labels frozen at the reveal.")
+    revisions = RevisionSerializer(many=True)
 
 
 class DrawRoundSerializer(serializers.Serializer[Any]):

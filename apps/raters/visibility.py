@@ -1,16 +1,17 @@
 """When a round's model outputs may be shown to its annotators (issue #21 point 5).
 
-The one rule every annotator-facing read of model outputs must ask. Rounds have no phases yet and no
-reliability flag, so every round is blind: no model output reaches an annotator. Issue #20's round
-phases (blind → reveal → discussion → adjudication) replace the body of `round_is_blind` with "the round
-is in its blind phase, or is a reliability round"; nothing else changes.
+The one rule every annotator-facing read of model outputs must ask. It defers to the round's phase
+(`apps.annotation.phases.is_blind`, the single answer to "is this round still blind?"): while a round is
+blind, no model output on its items reaches its annotators. No annotator-facing page shows model outputs
+yet (suggestions are not built: docs/models.md); when they come, they ask this first.
 """
 
 from __future__ import annotations
 
 from apps.annotation.models import Round
+from apps.annotation.phases import is_blind
 
 
 def round_is_blind(round_: Round) -> bool:
-    """True while the round's annotators must see no model output on its items (today: always)."""
-    return True
+    """True while the round's annotators must see no model output on its items: until it is revealed."""
+    return is_blind(round_)

@@ -205,7 +205,13 @@ def test_study_status_counts_imported_decisions(
     run(study.slug, write(tmp_path, GOLD), "--decisions")
     call_command("study_status", study.slug, "--format", "json")
     status = json.loads(capsys.readouterr().out)
-    assert status["decisions"] == {"unanimous": 0, "majority": 0, "adjudicated": 0, "imported": 2}
+    assert status["decisions"] == {
+        "unanimous": 0,
+        "majority": 0,
+        "discussed": 0,
+        "adjudicated": 0,
+        "imported": 2,
+    }
     assert status["disagreements_open"] == 0
 
 

@@ -320,7 +320,13 @@ def test_study_status_counts_decisions_by_provenance_and_open_disagreements(
     waiting = make_item(annotator_a, annotator_b)
     submit(waiting, annotator_a, HOWTO)
     status = study_status(study)
-    assert status["decisions"] == {"unanimous": 1, "majority": 0, "adjudicated": 1, "imported": 0}
+    assert status["decisions"] == {
+        "unanimous": 1,
+        "majority": 0,
+        "discussed": 0,
+        "adjudicated": 1,
+        "imported": 0,
+    }
     assert status["disagreements_open"] == 1
     assert status["assignments"] == {"open": 1, "submitted": 7}
     call_command("study_status", study.slug, "--format", "text")

@@ -19,7 +19,7 @@ def test_study_status_json_has_the_contract_keys(study: Study, capsys: pytest.Ca
         "items": 3,
         "rounds": 0,
         "assignments": {"open": 0, "submitted": 0},
-        "decisions": {"unanimous": 0, "majority": 0, "adjudicated": 0, "imported": 0},
+        "decisions": {"unanimous": 0, "majority": 0, "discussed": 0, "adjudicated": 0, "imported": 0},
         "disagreements_open": 0,
         "codebook_version": 0,
     }

@@ -91,6 +91,7 @@ def test_the_command_snapshot_records_who_what_and_on_which_codebook_version(
     assert snapshot.level == 1
     assert snapshot.params == {
         "kind": "command",
+        "phase": "blind",
         "dimension": "kind",
         "round": 2,
         "level": 1,

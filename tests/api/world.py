@@ -161,6 +161,12 @@ def add_jobs(world: World) -> World:
     world.extras["item_link"] = ItemLink.objects.create(
         item=world.items[0], kind="commit", url="https://github.com/a/b/commit/abc1234", provenance="manual"
     )
+    from apps.annotation.models import Comment
+
+    # alice's comment on item 1's thread (round 1 is blind: written here, as the browser would refuse it)
+    world.extras["comment"] = Comment.objects.create(
+        round=world.round, item=world.items[0], author=world.alice, body="hmm", body_html="<p>hmm</p>"
+    )
     return world
 
 

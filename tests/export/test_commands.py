@@ -64,7 +64,10 @@ def test_filters_and_raw_labels_reach_the_file(labelled: Study, tmp_path: Path) 
             ["--format", "xml"],
             "--format: invalid choice: 'xml' (choose from 'csv', 'json', 'jsonl', 'xlsx', 'zip', 'paper')",
         ),
-        (["--format", "csv", "--provenance", "x"], "valid provenances: unanimous, majority, adjudicated"),
+        (
+            ["--format", "csv", "--provenance", "x"],
+            "valid provenances: unanimous, majority, discussed, adjudicated",
+        ),
         (["--format", "csv", "--source", "bugzilla"], "valid sources: github, stackoverflow"),
         (["--format", "csv", "--round", "7"], "unknown round 7; valid rounds: 1, 2"),
         (["--format", "csv", "--round", "two"], "--round: must be a positive whole number, got 'two'"),

@@ -134,7 +134,8 @@ def test_level_one_cuts_paths_at_the_top_of_the_tree(labelled: Study, tmp_path: 
         ({"format": "xml"}, "unknown format 'xml'; valid formats: csv, json, jsonl, xlsx, zip"),
         (
             {"format": "csv", "provenance": "gut"},
-            "unknown provenance 'gut'; valid provenances: unanimous, majority, adjudicated, imported",
+            "unknown provenance 'gut'; valid provenances: unanimous, majority, discussed, adjudicated, "
+            "imported",
         ),
         (
             {"format": "csv", "source": "bugzilla"},

@@ -141,10 +141,19 @@ MATRIX: dict[str, Rule] = {
     "taxonomy:category-delete": page("lead", "POST", kwargs=category("code")),
     # --- labelling --------------------------------------------------------------------------------
     "annotation:queue": page("member", kwargs=study),
+    "annotation:decided": page("member", kwargs=study),
+    "annotation:inbox": page("member", kwargs=study),
+    "annotation:thread": page(
+        "lead", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1, "item_id": w.items[0].pk}
+    ),
+    "annotation:comment": page("own", "POST", kwargs=extra("comment"), post=302),
     "annotation:next": page("member", kwargs=study, get=302),
     "annotation:workbench": page("own", kwargs=assignment("alice", 2)),
     "annotation:draft": page("own", "POST", kwargs=assignment("alice", 2)),
     "annotation:submit": page("own", "POST", kwargs=assignment("alice", 2)),
+    "annotation:revise": page("own", "POST", kwargs=assignment("alice", 0)),
+    "annotation:reveal": page("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "annotation:discussion": page("member", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "annotation:rounds": page("lead", kwargs=study),
     "annotation:draw": page("lead", "POST", kwargs=study),
     "annotation:assign": page("lead", "POST", kwargs=study),
@@ -216,6 +225,11 @@ MATRIX: dict[str, Rule] = {
     # --- API: labelling ---------------------------------------------------------------------------
     "api-round-list": api("lead", "GET", "POST", kwargs=study),
     "api-round-detail": api("lead", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "api-round-reveal": api(
+        "member", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, write="lead"
+    ),
+    "api-item-thread": api("lead", "GET", "POST", kwargs=item(0)),
+    "api-assignment-revision": api("own_or_lead", "GET", "POST", kwargs=assignment("alice", 0), write="own"),
     "api-round-assign": api("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "api-assignment-list": api("lead", kwargs=study),
     "api-assignment-detail": api("own_or_lead", kwargs=assignment("alice", 2)),

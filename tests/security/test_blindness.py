@@ -45,7 +45,7 @@ def _variants(name: str, kwargs: dict[str, Any], world: World) -> Iterator[dict[
                     yield {**kwargs, key: assignment.pk}
 
 
-def _leaks(client: APIClient, url: str) -> list[str]:
+def _leaks(client: APIClient, url: str, markers: tuple[str, ...] = MARKERS) -> list[str]:
     found = []
     for headers in ({}, {"HX-Request": "true"}):
         response = client.get(url, headers=headers)
@@ -53,13 +53,13 @@ def _leaks(client: APIClient, url: str) -> list[str]:
         text = body.decode("utf-8", "replace")
         found += [
             f"{url} ({'htmx' if headers else 'page'}, {response.status_code}): {m}"
-            for m in MARKERS
+            for m in markers
             if m in text
         ]
     return found
 
 
-def _sweep(world: World, user: User, role: str) -> tuple[list[str], int]:
+def _sweep(world: World, user: User, role: str, markers: tuple[str, ...] = MARKERS) -> tuple[list[str], int]:
     client = APIClient()
     client.force_login(user)
     leaks: list[str] = []
@@ -69,7 +69,7 @@ def _sweep(world: World, user: User, role: str) -> tuple[list[str], int]:
             continue
         for kwargs in _variants(name, rule.kwargs(world), world):
             url = reverse(name, kwargs=kwargs or None) + rule.query
-            leaks += _leaks(client, url)
+            leaks += _leaks(client, url, markers)
             opened += 1
     return leaks, opened
 
@@ -213,7 +213,7 @@ def test_the_lead_keeps_the_full_status(world: World) -> None:
     client.force_login(world.lead)
     status = client.get(f"/api/v1/studies/{world.study.slug}/status/").json()
     assert status["disagreements_open"] == 1
-    assert set(status["decisions"]) == {"unanimous", "majority", "adjudicated", "imported"}
+    assert set(status["decisions"]) == {"unanimous", "majority", "discussed", "adjudicated", "imported"}
 
 
 def _bobs_shared_item_after(world: World, alice_labels: dict[str, Any]) -> dict[str, str]:
@@ -258,3 +258,46 @@ def test_bobs_own_page_and_edit_of_a_shared_item_read_the_same_whether_alice_agr
     )
     moved = [what for what in agreed if agreed[what] != disagreed[what]]
     assert not moved, "these tell bob whether alice agreed: " + ", ".join(moved)
+
+
+# --- after the reveal: round 1's labels on the items bob labelled, nothing else -------------------------
+
+ROUND2_MEMO = "ALICE-ROUND-TWO-MEMO-c4d1"
+
+
+def _reveal_round_one_with_a_blind_round_two(world: World) -> None:
+    """Round 2 (item 4, alice submitted with her own memo, bob open) stays blind; round 1 is revealed."""
+    labelling.add_items_to_round(world.study, 2, [world.items[3].pk], actor=world.lead)
+    labelling.assign_round(world.study, 2, ["alice", "bob"], overlap=2, actor=world.lead)
+    version = labelling.load_codebook(world.study).version
+    alice_two = world.study.assignments.get(round__number=2, annotator=world.alice)
+    labels = {"findings": [{"values": {"type": ["howto"]}}], "memo": ROUND2_MEMO}
+    labelling.submit_annotation(alice_two, labels, world.alice, codebook_version=version)
+    labelling.reveal_round(world.study, 1, force=True, actor=world.lead)
+    cache.clear()
+
+
+def _bobs_view_of_item_one(url: str, world: World) -> bool:
+    """The places where bob may now read alice's round-1 labels of item 1: his own item 1, his round."""
+    bob_one = str(world.assignment("bob", 0).pk)
+    return url.rstrip("/").split("/")[-1] == bob_one or "/label/" + bob_one in url or "/discussion" in url
+
+
+def test_after_the_reveal_bob_sees_alices_labels_only_on_the_item_he_labelled(world: World) -> None:
+    _reveal_round_one_with_a_blind_round_two(world)
+    leaks, opened = _sweep(world, world.bob, "other_annotator", (*MARKERS, ROUND2_MEMO))
+    assert opened > 20
+    # Alice's proposed code is on item 2, which bob has not labelled; round 2 is still blind.
+    assert not [leak for leak in leaks if ALICE_CODE_KEY in leak or ALICE_CODE_NAME in leak], leaks
+    assert not [leak for leak in leaks if ROUND2_MEMO in leak], leaks
+    outside = [leak for leak in leaks if not _bobs_view_of_item_one(leak.split(" ")[0], world)]
+    assert not outside, "\n".join(outside)
+    assert any(ALICE_MEMO in leak for leak in leaks)  # the reveal does show her memo on item 1
+
+
+def test_after_the_reveal_the_lead_still_sees_round_two(world: World) -> None:
+    _reveal_round_one_with_a_blind_round_two(world)
+    client = APIClient()
+    client.force_login(world.lead)
+    data = client.get(f"/api/v1/studies/{world.study.slug}/annotations/?round=2").content.decode()
+    assert ROUND2_MEMO in data

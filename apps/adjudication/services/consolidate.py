@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.annotation.completion import ready
+from apps.annotation.models import Revision
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
@@ -67,6 +68,8 @@ def consolidate_item(
             if result.decided:
                 gold = list(result.findings)
                 provenance = Provenance(result.outcome.value)
+                if labels.round_id is not None and revised_in_round(item.pk, labels.round_id):
+                    provenance = Provenance.DISCUSSED
                 unchanged = (
                     current is not None
                     and current.provenance == provenance
@@ -92,6 +95,14 @@ def consolidate_item(
             return create_review(item, state, dimensions, labels.round_id)
         save_review(review, state, dimensions, labels.round_id)
         return review
+
+
+def revised_in_round(item_id: int, round_id: int) -> bool:
+    """Whether an annotator of the item revised their labels in the round's discussion: then labels that
+    agree were agreed by discussion (provenance ``discussed``), not blind."""
+    return Revision.objects.filter(
+        annotation__assignment__item_id=item_id, annotation__assignment__round_id=round_id
+    ).exists()
 
 
 def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) -> None:

@@ -35,7 +35,8 @@ __all__ = [
     "withdraw",
 ]
 
-AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY})
+# Decisions consolidation makes, and withdraws when the labels no longer agree (a revision in discussion).
+AUTOMATIC = frozenset({Provenance.UNANIMOUS, Provenance.MAJORITY, Provenance.DISCUSSED})
 Gold = list[dict[str, frozenset[int]]]
 
 

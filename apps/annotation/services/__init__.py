@@ -27,6 +27,16 @@ from .common import (
     load_codebook,
     stored_labels,
 )
+from .discussion import (
+    NotInDiscussion,
+    OpenAssignments,
+    RevealResult,
+    ReviseResult,
+    check_revisable,
+    open_assignment_count,
+    reveal_round,
+    revise_annotation,
+)
 from .imports import ImportLabelsResult, import_annotations
 from .labelling import SubmitResult, check_draft_size, next_open_assignment, save_draft, submit_annotation
 from .rounds import (
@@ -54,7 +64,11 @@ __all__ = [
     "ImportLabelsResult",
     "InvalidLabels",
     "LoadedCodebook",
+    "NotInDiscussion",
     "NotYourAssignment",
+    "OpenAssignments",
+    "RevealResult",
+    "ReviseResult",
     "RoundError",
     "SampleResult",
     "StaleCodebook",
@@ -62,6 +76,7 @@ __all__ = [
     "add_items_to_round",
     "assign_round",
     "check_draft_size",
+    "check_revisable",
     "decided_item_ids",
     "draw_round",
     "eligible_items",
@@ -70,7 +85,10 @@ __all__ = [
     "load_codebook",
     "matching_items",
     "next_open_assignment",
+    "open_assignment_count",
     "reassign",
+    "reveal_round",
+    "revise_annotation",
     "round_loads",
     "round_progress",
     "save_draft",

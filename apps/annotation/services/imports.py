@@ -37,6 +37,7 @@ from .common import (
     lock_study,
     stored_labels,
 )
+from .discussion import apply_revisions
 
 
 @dataclass
@@ -142,6 +143,7 @@ def import_annotations(
     round_number: int | None = None,
     allow_extra: bool = False,
     complete: bool = True,
+    revisions: bool = False,
 ) -> ImportLabelsResult:
     """Store annotators' labels read from a labels file (`label_file.parse_labels_csv`) or a workbook.
 
@@ -163,6 +165,9 @@ def import_annotations(
     ``imported=True``; finding numbers order the findings (gaps are closed). An annotation whose labels
     and memo are already stored is left alone, so importing the same file twice changes nothing. Each
     created or changed annotation sends `annotation_submitted`, as a browser submission does.
+
+    With `revisions` (``import_labels --phase discussed``) the rows revise labels already submitted in a
+    revealed round's discussion (`discussion.revise_annotation`, each refusal named by its row).
     """
     result = ImportLabelsResult(rows=sum(len(r.rows) for r in rows))
     problems: list[LabelProblem] = []
@@ -226,7 +231,20 @@ def import_annotations(
         planned = _plan_import(book, groups, resolved, problems, complete)
         if problems:
             raise ImportLabelsError(problems)
-        _apply_import(study, book, planned, result, actor, allow_extra)
+        if revisions:
+            revised = [
+                (
+                    p.group.item_id,
+                    p.group.user,
+                    p.group.round_number,
+                    p.group.rows,
+                    pl.Payload(tuple(p.findings), p.memo),
+                )
+                for p in planned
+            ]
+            apply_revisions(study, revised, result)
+        else:
+            _apply_import(study, book, planned, result, actor, allow_extra)
     return result
 
 

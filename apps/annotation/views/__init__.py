@@ -1,20 +1,29 @@
 """The annotator's queue and workbench, and the lead's rounds and screening pages."""
 
+from .discussion import my_decided, reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
+from .threads import comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
 __all__ = [
     "add_items",
     "assign",
+    "comment",
     "draw",
+    "inbox",
+    "my_decided",
     "next_item",
     "queue",
     "reassign",
+    "reveal",
+    "revise",
     "round_detail",
+    "round_discussion",
     "rounds",
     "save_draft",
     "screen",
     "screening",
     "submit",
+    "thread",
     "workbench",
 ]

@@ -25,6 +25,7 @@ from apps.corpus.records import canonical_url
 from .. import services
 from ..forms import AddItemsForm, AssignForm, DrawRoundForm, ReassignForm, ScreenForm
 from ..models import Assignment, Round, RoundItem, SampleMethod
+from ..phases import discusses, is_blind
 from .common import request_user
 
 SCREEN_PAGE = 50
@@ -229,6 +230,9 @@ def round_detail(request: HtmxHttpRequest, slug: str, number: int) -> HttpRespon
         rows=[{"item": ri.item, "assignments": holders.get(ri.item_id, [])} for ri in round_items],
         total=RoundItem.objects.filter(round=round_).count(),
         members=members,
+        blind=is_blind(round_),
+        discusses=discusses(round_),
+        n_open=services.open_assignment_count(round_),
     )
     return render(request, "annotation/round_detail.html", ctx)
 

@@ -30,8 +30,9 @@ from apps.corpus.services import ensure_rendered
 from .. import decided, services
 from .. import payload as pl
 from ..forms import WorkbenchForm
-from ..models import Annotation, Assignment, AssignmentStatus
+from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase
 from .common import request_user
+from .discussion import discussion_context, readable
 from .options import options_html
 
 QUEUE_SIZE = 200
@@ -48,13 +49,14 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     per_round: list[dict[str, Any]] = [
         dict(row)
-        for row in mine.values("round__number", "round__name")
+        for row in mine.values("round__number", "round__name", "round__phase")
         # columns of the `assignment_progress` index only (the study's filter aside): see _workbench_context
         .annotate(total=Count("round"), done=Count("status", filter=Q(status=AssignmentStatus.SUBMITTED)))
         .order_by("round__number")
     ]
     for row in per_round:
         row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
+        row["phase_label"] = RoundPhase(row["round__phase"]).label
     rows = mine.select_related("item", "round").order_by("round__number", "position", "id")
     ctx = study_context(
         study,
@@ -252,7 +254,16 @@ def _workbench_context(
     dimensions = _dimensions_view(book, user)
     findings = _findings_view(dimensions, selections, book.schema)
     progress = _progress(user, assignment)
-    revealed = _revealed(item, user, book) if decided and study.reveal_labels_after_decision else []
+    discussion = discussion_context(user, assignment, book)
+    if discussion["revisable"]:
+        final = (
+            None  # in discussion the annotator's labels are theirs to revise (`services.revise_annotation`)
+        )
+    revealed = (
+        _revealed(item, user, book)
+        if decided and study.reveal_labels_after_decision and discussion["side_by_side"] is None
+        else []
+    )
     return study_context(
         study,
         role,
@@ -275,6 +286,7 @@ def _workbench_context(
         errors=[_error_row(e, book.schema) for e in errors or []],
         stale=stale,
         revealed=revealed,
+        **discussion,
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
@@ -326,7 +338,7 @@ def _revealed(item: Item, user: User, book: services.LoadedCodebook) -> list[dic
     return [
         {
             "annotator": other.assignment.annotator,
-            "findings": _readable(services.stored_labels(other, book), book),
+            "findings": readable(services.stored_labels(other, book), book),
             "memo": other.memo,
         }
         for other in others
@@ -353,24 +365,6 @@ def _meta_pairs(item: Item) -> list[tuple[str, str]]:
         if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
             pairs.append((key.replace("_", " "), str(value)[:80]))
     return pairs[:8]
-
-
-def _readable(
-    selections: list[dict[str, pl.Value]], book: services.LoadedCodebook
-) -> list[list[tuple[str, str]]]:
-    """Findings as (dimension name, value text) pairs, for revealed labels."""
-    out = []
-    for values in selections:
-        row = []
-        for key, value in values.items():
-            name = book.index.dimension(key).name
-            if value == pl.PENDING:
-                row.append((name, "pending"))
-            else:
-                paths = [book.index.path(book.category_ids[(key, k)]) for k in value]
-                row.append((name, "; ".join(paths)))
-        out.append(row)
-    return out
 
 
 @login_required

@@ -27,9 +27,10 @@ from typing import Any
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
-from apps.agreement.ratings import RatingsError, load_study_ratings
+from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 from apps.annotation.models import Round, RoundItem
+from apps.annotation.services.package import discussion_data
 from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
 from apps.taxonomy.index import CodebookIndex
@@ -55,6 +56,7 @@ DATASET_FILES = (
     "codebook.json",
     "dataset.csv",
     "dataset.json",
+    "discussion.json",
     "items.jsonl",
     "sampling.json",
     "study.json",
@@ -98,6 +100,7 @@ def study_data(study: Study) -> dict[str, Any]:
         "show_annotator_names": study.show_annotator_names,
         "require_rationale_on_override": study.require_rationale_on_override,
         "reveal_labels_after_decision": study.reveal_labels_after_decision,
+        "discuss_after_reveal": study.discuss_after_reveal,
         "members": [{"username": username, "role": role} for username, role in members],
     }
 
@@ -330,6 +333,15 @@ def item_lines(study: Study, *, chunk_size: int = ITEM_CHUNK) -> Iterator[dict[s
             }
 
 
+def _report(ratings: StudyRatings, key: str, number: int | None) -> dict[str, Any]:
+    try:
+        return dimension_report(
+            ratings, key, round_number=number, bootstrap=DASHBOARD_BOOTSTRAP, seed=DASHBOARD_SEED
+        )
+    except (RatingsError, ValueError) as exc:
+        return {"error": str(exc)}
+
+
 def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     """agreement.json: `agreement.services.dimension_report` for every active dimension, per round and for
     all rounds together, at full depth, with the dashboard's bootstrap (replicates and seed), so that every
@@ -341,6 +353,10 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
     rounds: list[tuple[int, str]] = []
     n_ratings = 0
     version = index.version
+    revealed = list(
+        Round.objects.filter(study=study, revealed_at__isnull=False).values_list("number", flat=True)
+    )
+    discussed: dict[int, dict[str, dict[str, Any]]] = {number: {} for number in revealed}
     for key in keys:
         ratings = load_study_ratings(study, dimension=key)
         rounds = [(r.number, r.name) for r in ratings.rounds]
@@ -353,13 +369,13 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
                 # As the dashboard does: one round is all rounds (same units, same bootstrap draws).
                 reports[key][None] = {**reports[key][numbers[0]], "round": None}
                 continue
-            try:
-                reports[key][number] = dimension_report(
-                    ratings, key, round_number=number, bootstrap=DASHBOARD_BOOTSTRAP, seed=DASHBOARD_SEED
-                )
-            except (RatingsError, ValueError) as exc:
-                reports[key][number] = {"error": str(exc)}
+            reports[key][number] = _report(ratings, key, number)
         del ratings
+        if revealed:
+            after = load_study_ratings(study, dimension=key, phase=DISCUSSED)
+            for number in revealed:
+                discussed[number][key] = _report(after, key, number)
+            del after
     return {
         "codebook_version": version,
         "level": None,
@@ -367,7 +383,14 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
         "seed": DASHBOARD_SEED,
         "n_ratings": n_ratings,
         "rounds": [
-            {"round": number, "name": name, "dimensions": {k: reports[k][number] for k in keys}}
+            {
+                "round": number,
+                "name": name,
+                "dimensions": {k: reports[k][number] for k in keys},
+                # a revealed round: `dimensions` are its blind figures (frozen at the reveal), these the
+                # figures after discussion
+                **({"discussed": discussed[number]} if number in discussed else {}),
+            }
             for number, name in rounds
         ],
         "all_rounds": {k: reports[k][None] for k in keys},
@@ -445,6 +468,7 @@ def build_package(
         _write_text(directory / "study.json", dump_json(study_data(study)))
         _write_text(directory / "codebook.json", dump_json(codebook_data(study, index)))
         _write_text(directory / "sampling.json", dump_json(sampling_data(study)))
+        _write_text(directory / "discussion.json", dump_json(discussion_data(study)))
         n_items = 0
         with (directory / "items.jsonl").open("w", encoding="utf-8", newline="") as handle:
             for line in item_lines(study):

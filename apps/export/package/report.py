@@ -31,9 +31,13 @@ def agreement_markdown(data: Mapping[str, Any], dimension_names: Mapping[str, st
         "as on the dashboard. `agreement.json` holds every figure, per category and per annotator pair too.",
         "",
     ]
-    periods: list[tuple[str, Mapping[str, Any]]] = [
-        (round_label(r["round"], r["name"]), r["dimensions"]) for r in data["rounds"]
-    ]
+    periods: list[tuple[str, Mapping[str, Any]]] = []
+    for r in data["rounds"]:
+        label = round_label(r["round"], r["name"])
+        if "discussed" in r:  # a revealed round: its blind figures, then those after discussion
+            periods += [(f"{label}, blind", r["dimensions"]), (f"{label}, after discussion", r["discussed"])]
+        else:
+            periods.append((label, r["dimensions"]))
     periods.append((ALL_ROUNDS_LABEL, data["all_rounds"]))
     if not data["n_ratings"]:
         lines += ["The study has no submitted annotations: there is no agreement to report.", ""]
@@ -74,6 +78,7 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `items.jsonl` | every item of the study (URL, source, title, body, tags, metadata, comments), one per line |
 | `codebook.json` | the codebook: version, every category (retired, merged too), change history |
 | `sampling.json` | the labelling rounds: how each was drawn (method, seed, size) and its items |
+| `discussion.json` | each round's phase, its blind labels frozen at the reveal, revisions and threads |
 | `agreement.json` | inter-annotator agreement per round and dimension (docs/design.md §6 coefficients) |
 | `agreement.md` | the same, as tables |
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |

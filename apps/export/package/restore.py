@@ -42,6 +42,8 @@ from django.db import transaction
 
 from apps.accounts.models import Membership, Study, User
 from apps.accounts.services import new_slug_problem
+from apps.annotation.services.package import FILE as DISCUSSION
+from apps.annotation.services.package import restore_discussion, usernames
 from apps.taxonomy.models import Dimension
 
 from .codebook_check import check_codebook
@@ -115,6 +117,9 @@ def import_study(
         urls = read_items(archive, problems, users)
         rounds = check_rounds(json_file(archive, "sampling.json", problems), urls, problems, users)
         round_numbers = {r["number"] for r in rounds}
+        # Packages built before round phases have no discussion.json: their rounds restore blind.
+        discussion = json_file(archive, DISCUSSION, problems) if DISCUSSION in archive.namelist() else {}
+        users |= usernames(discussion or {})
         annotations: list[PlannedAnnotation] = []
         decisions: list[PlannedDecision] = []
         if book is not None:
@@ -135,6 +140,7 @@ def import_study(
                 show_annotator_names=study_data["show_annotator_names"],
                 require_rationale_on_override=study_data["require_rationale_on_override"],
                 reveal_labels_after_decision=study_data["reveal_labels_after_decision"],
+                discuss_after_reveal=bool(study_data.get("discuss_after_reveal", False)),
                 created_by=actor,
             )
             Membership.objects.bulk_create(
@@ -163,6 +169,7 @@ def import_study(
                 undecided={item_ids[a.url] for a in annotations if item_ids[a.url] not in decided},
             )
             write_decisions(target, decisions, written.sources)
+            restore_discussion(study, discussion or {}, item_ids, user_map)
             say("Bringing the review state of undecided items up to date…")
             undecided_reviews(target, written.undecided)
     result = ImportedStudy(

@@ -1,12 +1,15 @@
-"""``import_labels STUDY FILE.csv [--decisions] [--round N] [--allow-extra]`` (docs/design.md §4, labels §5).
+"""``import_labels STUDY FILE.csv [--decisions] [--round N] [--allow-extra] [--phase discussed]``
+(docs/design.md §4, labels §5).
 
 Plain mode stores annotators' labels (`annotation.services.import_annotations`); each changed annotation
 is consolidated as if submitted in the browser. ``--round N`` is the round of rows without a ``round``
 column (a label for an item in no round is refused without it); ``--allow-extra`` accepts labels by more
 annotators than the round's overlap (refused otherwise) and counts them. With ``--decisions`` the rows
-are gold decisions (`adjudication.services.import_decisions`, provenance ``imported``). Either way the
-file is checked whole first: any problem is reported by row, field and value, the command exits non-zero
-and nothing is written.
+are gold decisions (`adjudication.services.import_decisions`, provenance ``imported``). With ``--phase
+discussed`` the rows revise labels already submitted, during a revealed round's discussion (refused by
+row before the reveal, after the discussion, on a decided item or an assignment the annotator does not
+hold). Either way the file is checked whole first: any problem is reported by row, field and value, the
+command exits non-zero and nothing is written.
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ class Command(BaseCommand):
             help="The round of the rows that have no 'round' column (created if missing).",
         )
         parser.add_argument(
+            "--phase",
+            choices=["blind", "discussed"],
+            default="blind",
+            help="discussed: the rows revise labels already submitted, in a revealed round's discussion.",
+        )
+        parser.add_argument(
             "--allow-extra",
             action="store_true",
             help="Accept labels by more annotators than the round's overlap (counted in the summary).",
@@ -68,7 +77,10 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{flag} applies to annotators' labels, not to --decisions (use a 'round' column)."
             )
-        what = "decisions" if decisions else "labels"
+        discussed = opts["phase"] == "discussed"
+        if decisions and discussed:
+            raise CommandError("--phase discussed applies to annotators' labels, not to --decisions.")
+        what = "decisions" if decisions else "revisions" if discussed else "labels"
         print(f"Reading {path} ...", file=sys.stderr)
         try:
             rows = parse_labels_csv(text, decisions=decisions)
@@ -81,8 +93,9 @@ class Command(BaseCommand):
                 )
             else:
                 summary = import_annotations(
-                    study, rows, actor=None, round_number=round_number, allow_extra=opts["allow_extra"]
-                ).summary()
+                    study, rows, actor=None, round_number=round_number, allow_extra=opts["allow_extra"],
+                    revisions=discussed,
+                ).summary()  # fmt: skip
         except (LabelFileError, ImportLabelsError) as exc:
             raise CommandError(f"{path}: {what} refused, nothing written.\n{exc}") from exc
         self.stdout.write(f"Imported {what} into {study.slug!r}: {summary}")

@@ -1,8 +1,9 @@
 """``agreement``: inter-rater agreement of a ratings file or of a study (docs/design.md §4, §6).
 
     agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
-    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--bootstrap B --seed S]
-        [--raters A,B,...] [--alt-test RATER [--epsilon 0.2] [--q 0.05]] --format json|text
+    agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--phase blind|discussed]
+        [--bootstrap B --seed S] [--raters A,B,...] [--alt-test RATER [--epsilon 0.2] [--q 0.05]]
+        --format json|text
 
 ``--raters`` takes annotators' usernames and model raters' names alike (``NAME#k``: sample k of a model);
 ``--alt-test`` adds the alternative-annotator test of a model rater (`apps.raters.alt_test`).
@@ -22,6 +23,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from apps.accounts.commands import get_study
 from apps.agreement.metrics import MAX_BOOTSTRAP, agreement_report
+from apps.agreement.ratings import BLIND, PHASES
 from apps.agreement.ratings_csv import RatingsFileError, parse_ratings
 from apps.agreement.services import RatingsError, command_snapshot
 from apps.core.cli import BaseCommand, positive_int, whole_number
@@ -49,7 +51,7 @@ class Command(BaseCommand):
     help = (
         "Inter-rater agreement (docs/design.md §6): agreement --ratings FILE.csv [--multi] "
         "[--categories a,b,c] [--bootstrap B --seed S] --format json|text, or agreement STUDY "
-        "[--dimension KEY] [--round N] [--level DEPTH] --format json|text"
+        "[--dimension KEY] [--round N] [--level DEPTH] [--phase blind|discussed] --format json|text"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -88,6 +90,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--epsilon", type=float, metavar="E", help="the alt-test's epsilon (default 0.2)")
         parser.add_argument("--q", type=float, metavar="Q", help="the alt-test's FDR level (default 0.05)")
+        parser.add_argument(
+            "--phase",
+            choices=PHASES,
+            default=None,
+            help="blind (default: a revealed round's frozen blind labels) or discussed (after revisions)",
+        )
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -98,7 +106,7 @@ class Command(BaseCommand):
         if opts["alt_test"] is None and (opts["epsilon"] is not None or opts["q"] is not None):
             raise _fail(f"--{'epsilon' if opts['epsilon'] is not None else 'q'} needs --alt-test RATER")
         if opts["ratings"] is not None:
-            flags = ("dimension", "round", "level", "raters", "alt_test")
+            flags = ("dimension", "round", "level", "raters", "alt_test", "phase")
             wrong = [flag for flag in flags if opts[flag] is not None]
             if wrong:
                 raise _fail(f"--{wrong[0].replace('_', '-')} applies to a study, not to --ratings")
@@ -136,6 +144,7 @@ class Command(BaseCommand):
                 alt_test_rater=opts["alt_test"],
                 epsilon=DEFAULT_EPSILON if opts["epsilon"] is None else opts["epsilon"],
                 q=DEFAULT_Q if opts["q"] is None else opts["q"],
+                phase=opts["phase"] or BLIND,
                 echo=lambda line: self.stderr.write(line),
             )
         except RatingsError as exc:
@@ -169,8 +178,10 @@ def _names(text: str | None) -> list[str] | None:
 def _title(slug: str, report: dict[str, Any]) -> str:
     scope = "all rounds" if report["round"] is None else f"round {report['round']}"
     level = "full depth" if report["level"] is None else f"level {report['level']}"
-    return f"{slug} · {report['dimension']} · {scope} · {level} · codebook v{report['codebook_version']}" + (
-        " · values compared as sets" if report["values"] == "sets" else ""
+    phase = " · after discussion" if report.get("phase") == "discussed" else ""
+    return (
+        f"{slug} · {report['dimension']} · {scope} · {level}{phase} · codebook v{report['codebook_version']}"
+        + (" · values compared as sets" if report["values"] == "sets" else "")
     )
 
 

@@ -1,0 +1,157 @@
+"""A study's round phases, blind records, revisions and threads in the replication package
+(``discussion.json``), and their restore by ``import_study``: the writer of these annotation tables.
+
+`discussion_data` reads (keys and usernames, never ids); `restore_discussion` writes them into a study
+that `import_study` has just created, its rounds, assignments and annotations already restored. A package
+without ``discussion.json`` (built before round phases) restores every round blind, as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from apps.accounts.models import Study, User
+from apps.taxonomy.models import Category
+
+from ..models import (
+    Annotation,
+    Assignment,
+    BlindRecord,
+    BlindValue,
+    Comment,
+    CommentEdit,
+    Revision,
+    Round,
+    RoundPhase,
+)
+
+FILE = "discussion.json"
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
+
+
+def _stamp(text: Any) -> datetime | None:
+    return datetime.fromisoformat(text) if isinstance(text, str) and text else None
+
+
+def _when(text: Any) -> datetime:
+    """A timestamp the package must hold (now when it does not)."""
+    return _stamp(text) or timezone.now()
+
+
+def _edit(edit: CommentEdit) -> dict[str, Any]:
+    return {"body": edit.body, "edited_at": _iso(edit.edited_at), "deleted": edit.deleted}
+
+
+def discussion_data(study: Study) -> dict[str, Any]:
+    """discussion.json: each round's phase and reveal, its blind record (labels as category keys),
+    every revision, and every thread with its comments, mentions and edits."""
+    rounds = [
+        {"round": r.number, "phase": r.phase, "discussion": r.discussion, "revealed_at": _iso(r.revealed_at),
+         "revealed_by": r.revealed_by.username if r.revealed_by else None}
+        for r in Round.objects.filter(study=study).select_related("revealed_by").order_by("number")
+    ]  # fmt: skip
+    blind = [
+        {"round": b.round.number, "item": b.item.url, "annotator": b.annotator.username, "memo": b.memo,
+         "labels": b.labels, "submitted_at": _iso(b.submitted_at), "frozen_at": _iso(b.frozen_at)}
+        for b in BlindRecord.objects.filter(round__study=study).select_related("round", "item", "annotator")
+        .order_by("round__number", "item__url", "annotator__username")
+    ]  # fmt: skip
+    revisions = [
+        {"round": r.annotation.assignment.round.number, "item": r.annotation.assignment.item.url,
+         "annotator": r.annotation.assignment.annotator.username, "revised_at": _iso(r.revised_at),
+         "before": r.labels_before, "memo_before": r.memo_before, "after": r.labels_after,
+         "memo_after": r.memo_after, "imported": r.imported}
+        for r in Revision.objects.filter(annotation__assignment__study=study)
+        .select_related("annotation__assignment__round", "annotation__assignment__item",
+                        "annotation__assignment__annotator").order_by("revised_at", "id")
+    ]  # fmt: skip
+    comments = [
+        {"round": c.round.number, "item": c.item.url, "author": c.author.username, "body": c.body,
+         "body_html": c.body_html, "mentions": sorted(m.username for m in c.mentions.all()),
+         "created_at": _iso(c.created_at), "edited_at": _iso(c.edited_at), "deleted_at": _iso(c.deleted_at),
+         "edits": [_edit(e) for e in c.edits.all()]}
+        for c in Comment.objects.filter(round__study=study).select_related("round", "item", "author")
+        .prefetch_related("mentions", "edits").order_by("created_at", "id")
+    ]  # fmt: skip
+    return {"rounds": rounds, "blind_records": blind, "revisions": revisions, "comments": comments}
+
+
+def usernames(data: Mapping[str, Any]) -> set[str]:
+    """Every username discussion.json names (the restore creates the missing ones, like the others)."""
+    names = {r["revealed_by"] for r in data.get("rounds", []) if r.get("revealed_by")}
+    names |= {b["annotator"] for b in data.get("blind_records", [])}
+    names |= {r["annotator"] for r in data.get("revisions", [])}
+    for c in data.get("comments", []):
+        names |= {c["author"], *c.get("mentions", [])}
+    return names
+
+
+def restore_discussion(
+    study: Study, data: Mapping[str, Any], item_ids: Mapping[str, int], users: Mapping[str, User]
+) -> None:
+    """Write discussion.json into the restored `study` (inside import_study's transaction)."""
+    rounds = {r.number: r for r in Round.objects.filter(study=study)}
+    for raw in data.get("rounds", []):
+        round_ = rounds[raw["round"]]
+        round_.phase = raw.get("phase") or RoundPhase.BLIND
+        round_.discussion = raw.get("discussion")
+        round_.revealed_at = _stamp(raw.get("revealed_at"))
+        round_.revealed_by = users.get(raw.get("revealed_by") or "")
+        round_.save(update_fields=["phase", "discussion", "revealed_at", "revealed_by"])
+    assignments = {
+        (a.round.number, a.item_id, a.annotator.username): a
+        for a in Assignment.objects.filter(study=study).select_related("round", "annotator")
+    }
+    categories = {
+        (d, k): pk
+        for d, k, pk in Category.objects.filter(dimension__codebook__study=study).values_list(
+            "dimension__key", "key", "pk"
+        )
+    }
+    dimensions = dict(
+        Category.objects.filter(dimension__codebook__study=study).values_list(
+            "dimension__key", "dimension_id"
+        )
+    )
+    for raw in data.get("blind_records", []):
+        assignment = assignments[(raw["round"], item_ids[raw["item"]], raw["annotator"])]
+        record = BlindRecord.objects.create(
+            round=rounds[raw["round"]], assignment=assignment, item_id=assignment.item_id,
+            annotator=users[raw["annotator"]], memo=raw.get("memo", ""), labels=raw["labels"],
+            submitted_at=_stamp(raw.get("submitted_at")), frozen_at=_when(raw.get("frozen_at")),
+        )  # fmt: skip
+        BlindValue.objects.bulk_create(
+            BlindValue(record=record, finding=number, dimension_id=dimensions[dim],
+                       category_id=None if value == "pending" else categories[(dim, key)])
+            for number, finding in enumerate(raw["labels"], start=1)
+            for dim, value in finding.items()
+            for key in (["pending"] if value == "pending" else value)
+        )  # fmt: skip
+    annotations = {a.assignment_id: a for a in Annotation.objects.filter(assignment__study=study)}
+    for raw in data.get("revisions", []):
+        assignment = assignments[(raw["round"], item_ids[raw["item"]], raw["annotator"])]
+        Revision.objects.create(
+            annotation=annotations[assignment.pk], revised_at=_when(raw["revised_at"]),
+            labels_before=raw["before"], memo_before=raw.get("memo_before", ""), labels_after=raw["after"],
+            memo_after=raw.get("memo_after", ""), imported=bool(raw.get("imported")),
+        )  # fmt: skip
+    for raw in data.get("comments", []):
+        comment = Comment.objects.create(
+            round=rounds[raw["round"]], item_id=item_ids[raw["item"]], author=users[raw["author"]],
+            body=raw["body"], body_html=raw.get("body_html", ""), created_at=_when(raw["created_at"]),
+            edited_at=_stamp(raw.get("edited_at")), deleted_at=_stamp(raw.get("deleted_at")),
+        )  # fmt: skip
+        comment.mentions.set([users[name] for name in raw.get("mentions", [])])
+        CommentEdit.objects.bulk_create(
+            CommentEdit(
+                comment=comment, body=e["body"], edited_at=_when(e["edited_at"]), deleted=e["deleted"]
+            )
+            for e in raw.get("edits", [])
+        )

@@ -1,0 +1,125 @@
+"""Discussion threads: one per item of a round, for the round's annotators of that item and the leads.
+
+A thread opens with the round's reveal: while the round is blind (`phases.is_blind`) an annotator may
+neither read nor write it (a comment would tell what the others chose). Comments are Markdown rendered
+through corpus's sanitizer (`corpus.rendering.render_markdown`); ``@username`` mentions a participant.
+An author edits or deletes their own comment; each keeps the previous text (`CommentEdit`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts.models import Membership, Role, Study, User
+from apps.corpus.models import Item
+from apps.corpus.rendering import render_markdown
+
+from ..models import Assignment, Comment, CommentEdit, Round, ThreadRead
+from ..phases import is_blind
+from .common import AnnotationError
+
+MAX_COMMENT = 20_000
+_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_.+-]{1,150})")
+
+
+class ThreadClosed(AnnotationError):
+    """The thread is not open to this user (yet): the reason says why."""
+
+
+class NotInThread(AnnotationError):
+    """The user takes no part in this thread (another item, another round): answered as not found."""
+
+
+def is_lead(study: Study, user: User) -> bool:
+    return Membership.objects.filter(study=study, user=user, role__in=[Role.LEAD, Role.OWNER]).exists()
+
+
+def participants(round_: Round, item: Item) -> list[User]:
+    """The round's annotators of the item and the study's leads and owners, by username."""
+    annotators = Assignment.objects.filter(round=round_, item=item).values("annotator")
+    leads = Membership.objects.filter(study=round_.study, role__in=[Role.LEAD, Role.OWNER]).values("user")
+    return list(
+        User.objects.filter(pk__in=annotators).union(User.objects.filter(pk__in=leads)).order_by("username")
+    )
+
+
+def check_thread(round_: Round, item: Item, user: User) -> None:
+    """Refuse a user the thread of `item` in `round_`: NotInThread when they are neither a lead nor one of
+    its annotators, ThreadClosed while the round is blind (for an annotator)."""
+    if is_lead(round_.study, user):
+        return
+    if not Assignment.objects.filter(round=round_, item=item, annotator=user).exists():
+        raise NotInThread("No such thread.")
+    if is_blind(round_):
+        raise ThreadClosed(f"{round_} is still blind: its threads open when a lead reveals it.")
+
+
+def _clean(body: str) -> str:
+    text = body.strip()
+    if not text:
+        raise AnnotationError("Write something first: the comment is empty.")
+    if len(text) > MAX_COMMENT:
+        raise AnnotationError(f"A comment holds at most {MAX_COMMENT:,} characters (this one {len(text):,}).")
+    return text
+
+
+def _mentioned(round_: Round, item: Item, text: str) -> list[User]:
+    names = set(_MENTION.findall(text))
+    return [u for u in participants(round_, item) if u.username in names] if names else []
+
+
+def add_comment(round_: Round, item: Item, user: User, body: str) -> Comment:
+    """Post a comment to the thread (checked by `check_thread`); its mentions are the participants named."""
+    check_thread(round_, item, user)
+    text = _clean(body)
+    with transaction.atomic():
+        comment = Comment.objects.create(
+            round=round_, item=item, author=user, body=text, body_html=render_markdown(text)
+        )
+        comment.mentions.set(_mentioned(round_, item, text))
+        mark_read(round_, item, user)
+    return comment
+
+
+def _own(comment: Comment, user: User) -> Comment:
+    locked = Comment.objects.select_for_update().select_related("round__study", "item").get(pk=comment.pk)
+    if locked.author_id != user.pk:
+        raise NotInThread("No such comment.")
+    check_thread(locked.round, locked.item, user)
+    if locked.deleted_at is not None:
+        raise ThreadClosed("This comment was deleted.")
+    return locked
+
+
+def edit_comment(comment: Comment, user: User, body: str) -> Comment:
+    """The author changes their comment; the previous text goes to its history."""
+    with transaction.atomic():
+        locked = _own(comment, user)
+        text = _clean(body)
+        if text == locked.body:
+            return locked
+        CommentEdit.objects.create(comment=locked, body=locked.body)
+        locked.body, locked.body_html, locked.edited_at = text, render_markdown(text), timezone.now()
+        locked.save(update_fields=["body", "body_html", "edited_at"])
+        locked.mentions.set(_mentioned(locked.round, locked.item, text))
+    return locked
+
+
+def delete_comment(comment: Comment, user: User) -> Comment:
+    """The author deletes their comment: its text is blanked (kept in its history), the row stays."""
+    with transaction.atomic():
+        locked = _own(comment, user)
+        CommentEdit.objects.create(comment=locked, body=locked.body, deleted=True)
+        locked.body, locked.body_html, locked.deleted_at = "", "", timezone.now()
+        locked.save(update_fields=["body", "body_html", "deleted_at"])
+        locked.mentions.clear()
+    return locked
+
+
+def mark_read(round_: Round, item: Item, user: User) -> None:
+    ThreadRead.objects.update_or_create(
+        round=round_, item=item, user=user, defaults={"read_at": timezone.now()}
+    )

@@ -1,0 +1,130 @@
+"""Discussion threads: open with the reveal, Markdown through the sanitizer, mentions, edit/delete with
+history, unread counts in the inbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from apps.annotation import services
+from apps.annotation.models import Comment, CommentEdit, Round
+from apps.annotation.services import threads
+from apps.annotation.threads import inbox
+from tests.api.world import World, build_world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(study: Any, owner: Any, lead: Any, annotator_a: Any, annotator_b: Any, outsider: Any) -> World:
+    study.discuss_after_reveal = True
+    study.save(update_fields=["discuss_after_reveal"])
+    return build_world(study, owner, lead, annotator_a, annotator_b, outsider)
+
+
+def _url(world: World, n: int = 0) -> str:
+    return reverse(
+        "annotation:thread", kwargs={"slug": world.study.slug, "number": 1, "item_id": world.items[n].pk}
+    )
+
+
+def _reveal(world: World) -> Round:
+    services.reveal_round(world.study, 1, force=True)
+    return Round.objects.get(pk=world.round.pk)
+
+
+def test_a_thread_is_closed_to_annotators_while_the_round_is_blind(world: World, client: Any) -> None:
+    client.force_login(world.bob)
+    response = client.get(_url(world))
+    assert response.status_code == 403 and b"still blind" in response.content
+    assert client.post(_url(world), {"body": "psst"}).status_code == 403
+    assert not Comment.objects.exists()
+
+
+def test_an_annotator_who_does_not_hold_the_item_never_sees_its_thread(world: World, client: Any) -> None:
+    _reveal(world)
+    client.force_login(world.bob)
+    assert client.get(_url(world, 3)).status_code == 404  # item 4 is in no round: no thread for bob
+
+
+def test_comments_are_sanitized_markdown_with_mentions_replies_and_unread_counts(
+    world: World, client: Any
+) -> None:
+    round_ = _reveal(world)
+    client.force_login(world.alice)
+    client.post(_url(world), {"body": "**Why howto?** @bob <script>alert(1)</script>"})
+    comment = Comment.objects.get()
+    assert "<strong>Why howto?</strong>" in comment.body_html and "<script>" not in comment.body_html
+    assert list(comment.mentions.values_list("username", flat=True)) == ["bob"]
+    [row] = inbox(world.study, world.bob)
+    assert (row.item, row.unread, row.mentioned) == (world.items[0], 1, True)
+    client.force_login(world.bob)
+    badge = client.get(
+        reverse("annotation:inbox", kwargs={"slug": world.study.slug}),
+        headers={"HX-Request": "true", "HX-Target": "inbox-badge"},
+    ).content.decode()
+    assert ">1</span> item await" in badge
+    page = client.get(_url(world)).content.decode()  # reading marks the thread read
+    assert "<strong>Why howto?</strong>" in page and inbox(world.study, world.bob) == []
+    client.post(_url(world), {"body": "It reads as a question to me."})
+    [alice_row] = inbox(world.study, world.alice)
+    assert alice_row.unread == 1 and not alice_row.mentioned
+    assert inbox(world.study, world.bob) == []
+    assert round_.comments.count() == 2
+
+
+def test_the_thread_polls_for_updates_without_a_reload(world: World, client: Any) -> None:
+    round_ = _reveal(world)
+    client.force_login(world.bob)
+    page = client.get(_url(world)).content.decode()
+    assert 'hx-trigger="every 10s"' in page
+    threads.add_comment(round_, world.items[0], world.alice, "new one")
+    partial = client.get(_url(world), headers={"HX-Request": "true", "HX-Target": "thread"}).content.decode()
+    assert "new one" in partial and "<html" not in partial
+
+
+def test_an_author_edits_and_deletes_their_comment_and_the_history_keeps_it(
+    world: World, client: Any
+) -> None:
+    round_ = _reveal(world)
+    comment = threads.add_comment(round_, world.items[0], world.alice, "first")
+    client.force_login(world.bob)
+    url = reverse("annotation:comment", kwargs={"slug": world.study.slug, "pk": comment.pk})
+    assert client.post(url, {"body": "hijack"}).status_code == 404
+    client.force_login(world.alice)
+    client.post(url, {"body": "second"})
+    client.post(url, {"delete": "1"})
+    comment.refresh_from_db()
+    assert comment.body == "" and comment.deleted_at is not None
+    assert list(CommentEdit.objects.filter(comment=comment).values_list("body", "deleted")) == [
+        ("first", False),
+        ("second", True),
+    ]
+
+
+def test_an_empty_comment_is_refused_with_the_reason(world: World, client: Any) -> None:
+    _reveal(world)
+    client.force_login(world.alice)
+    response = client.post(_url(world), {"body": "  "}, headers={"HX-Request": "true", "HX-Target": "thread"})
+    assert response.status_code == 422 and b"the comment is empty" in response.content
+
+
+def test_the_api_gives_the_thread_under_the_item_after_the_reveal(world: World) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_login(world.bob)
+    url = f"/api/v1/studies/{world.study.slug}/items/{world.items[0].pk}/thread/"
+    refused = client.get(url)
+    assert refused.status_code == 403 and "still blind" in refused.json()["detail"]
+    _reveal(world)
+    posted = client.post(url, {"body": "@alice why a fault?"}, format="json")
+    assert posted.status_code == 201
+    assert posted.json()["round"] == 1
+    [comment] = posted.json()["comments"]
+    assert (comment["author"], comment["mentions"]) == ("bob", ["alice"])
+    assert (
+        client.get(f"/api/v1/studies/{world.study.slug}/items/{world.items[3].pk}/thread/").status_code == 404
+    )

@@ -1,0 +1,79 @@
+"""The replication package holds a revealed round's blind and after-discussion figures, its blind
+record, revisions and threads; import_study restores them (#20)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.agreement.ratings import load_study_ratings
+from apps.agreement.services import dimension_report
+from apps.annotation import services
+from apps.annotation.models import BlindRecord, Comment, Revision, Round
+from apps.annotation.services import threads
+from apps.export.package import build_package, import_study
+from tests.api.world import World, build_world
+
+pytestmark = pytest.mark.django_db
+
+FAULT = {"findings": [{"values": {"type": ["fault"], "symptom": ["hang"], "fix": ["config"]}}]}
+HOWTO = {"findings": [{"values": {"type": ["howto"]}}]}
+
+
+@pytest.fixture
+def world(study: Any, owner: Any, lead: Any, annotator_a: Any, annotator_b: Any, outsider: Any) -> World:
+    study.discuss_after_reveal = True
+    study.save(update_fields=["discuss_after_reveal"])
+    w = build_world(study, owner, lead, annotator_a, annotator_b, outsider)
+    version = services.load_codebook(study).version
+    services.submit_annotation(w.assignment("alice", 2), HOWTO, w.alice, codebook_version=version)
+    services.submit_annotation(w.assignment("bob", 2), HOWTO, w.bob, codebook_version=version)
+    services.reveal_round(study, 1, force=True, actor=lead)
+    round_ = Round.objects.get(pk=w.round.pk)
+    comment = threads.add_comment(round_, w.items[0], w.alice, "Why **howto**, @bob?")
+    threads.edit_comment(comment, w.alice, "Why **howto**, @bob? It crashes.")
+    threads.add_comment(round_, w.items[0], w.bob, "You are right.")
+    services.revise_annotation(w.assignment("bob", 0), FAULT, w.bob)
+    return w
+
+
+def _kappa(study: Any, phase: str) -> Any:
+    return dimension_report(load_study_ratings(study, dimension="type", phase=phase), "type", round_number=1)[
+        "cohen_kappa"
+    ]
+
+
+def test_the_package_holds_both_figures_and_the_threads_and_import_study_restores_them(
+    world: World, tmp_path: Path, settings: Any
+) -> None:
+    settings.EXPORT_ROOT = tmp_path
+    path = tmp_path / "package.zip"
+    build_package(world.study, path)
+    with zipfile.ZipFile(path) as archive:
+        agreement = json.loads(archive.read("agreement.json"))
+        discussion = json.loads(archive.read("discussion.json"))
+        report = archive.read("agreement.md").decode()
+    [round1] = agreement["rounds"]
+    assert round1["dimensions"]["type"]["cohen_kappa"] == pytest.approx(0.0)
+    assert round1["discussed"]["type"]["cohen_kappa"] == pytest.approx(1.0)
+    assert "| 1 (Round 1), blind |" in report and "| 1 (Round 1), after discussion |" in report
+    assert [c["body"] for c in discussion["comments"]] == [
+        "Why **howto**, @bob? It crashes.",
+        "You are right.",
+    ]
+
+    restored = import_study("ddp-again", path).study
+    round_ = Round.objects.get(study=restored, number=1)
+    assert round_.phase == "discussion" and round_.revealed_at is not None and restored.discuss_after_reveal
+    assert BlindRecord.objects.filter(round=round_).count() == 5
+    assert Revision.objects.filter(annotation__assignment__study=restored).count() == 1
+    comments = list(Comment.objects.filter(round=round_).order_by("created_at"))
+    assert [c.author.username for c in comments] == ["alice", "bob"]
+    assert [m.username for m in comments[0].mentions.all()] == ["bob"]
+    assert comments[0].edits.get().body == "Why **howto**, @bob?"
+    assert _kappa(restored, "blind") == pytest.approx(_kappa(world.study, "blind")) == pytest.approx(0.0)
+    assert _kappa(restored, "discussed") == pytest.approx(1.0)
