@@ -60,6 +60,8 @@ def test_the_workbench_shows_the_item_the_codebook_and_progress(
     assert "0 / 3 done" in html
     assert 'data-applies-dim="issue_type" data-applies-cat="fault"' in html
     assert "<script>" not in html and 'style="' not in html
+    # the shortcuts help lists every key the workbench's scripts answer, the Fix pane's `f` too
+    assert "<tr><td><kbd>f</kbd></td><td>switch between the issue and its fix" in html
 
 
 def test_the_workbench_progress_counts_my_submitted_assignments_of_the_round(
