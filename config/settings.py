@@ -245,6 +245,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two choice sets share the field name "phase": a round's phase and an agreement report's labels.
+    "ENUM_NAME_OVERRIDES": {
+        "RoundPhaseEnum": "apps.annotation.models.RoundPhase",
+        "AgreementPhaseEnum": [("blind", "blind"), ("discussed", "discussed")],
+    },
 }
 
 # Celery. With REDIS_URL: Redis broker. Without: kombu's filesystem transport, which needs no server;

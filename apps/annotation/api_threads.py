@@ -25,7 +25,7 @@ from .services.common import AnnotationError
 from .threads import thread_comments
 
 
-class CommentSerializer(serializers.Serializer[Any]):
+class ThreadCommentSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     author = serializers.CharField()
     body = serializers.CharField(allow_blank=True, help_text="Markdown; empty once deleted.")
@@ -39,7 +39,7 @@ class CommentSerializer(serializers.Serializer[Any]):
 class ThreadSerializer(serializers.Serializer[Any]):
     item = serializers.IntegerField()
     round = serializers.IntegerField()
-    comments = CommentSerializer(many=True)
+    comments = ThreadCommentSerializer(many=True)
 
 
 class PostCommentSerializer(serializers.Serializer[Any]):

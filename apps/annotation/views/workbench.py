@@ -245,25 +245,11 @@ def _workbench_context(
     book = services.load_codebook(study)
     item = ensure_rendered(assignment.item)
     annotation = _annotation_of(assignment)
-    # Final the same way whether an automatic decision followed or not: blind (services.final_reason).
-    final = services.final_reason(assignment)
-    # Only a study that reveals labels after a decision shows whether there was one.
-    decided = final is not None and study.reveal_labels_after_decision
-    decided = decided and bool(services.decided_item_ids([item.pk]))
+    final, revealed, discussion = _standing(study, assignment, item, user, book)
     selections, memo = _shown_labels(posted, annotation, book)
     dimensions = _dimensions_view(book, user)
     findings = _findings_view(dimensions, selections, book.schema)
     progress = _progress(user, assignment)
-    discussion = discussion_context(user, assignment, book)
-    if discussion["revisable"]:
-        final = (
-            None  # in discussion the annotator's labels are theirs to revise (`services.revise_annotation`)
-        )
-    revealed = (
-        _revealed(item, user, book)
-        if decided and study.reveal_labels_after_decision and discussion["side_by_side"] is None
-        else []
-    )
     return study_context(
         study,
         role,
@@ -290,6 +276,25 @@ def _workbench_context(
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _standing(
+    study: Study, assignment: Assignment, item: Item, user: User, book: services.LoadedCodebook
+) -> tuple[str | None, list[dict[str, Any]], dict[str, Any]]:
+    """Why the labels are final (or None), the other annotators' labels a decided item reveals, and the
+    round's discussion context (the reveal's side by side, whether the labels may be revised)."""
+    # Final the same way whether an automatic decision followed or not: blind (services.final_reason).
+    final = services.final_reason(assignment)
+    # Only a study that reveals labels after a decision shows whether there was one.
+    decided = final is not None and study.reveal_labels_after_decision
+    decided = decided and bool(services.decided_item_ids([item.pk]))
+    discussion = discussion_context(user, assignment, book)
+    if discussion["revisable"]:
+        final = (
+            None  # in discussion the annotator's labels are theirs to revise (`services.revise_annotation`)
+        )
+    revealed = _revealed(item, user, book) if decided and discussion["side_by_side"] is None else []
+    return final, revealed, discussion
 
 
 def _progress(user: User, assignment: Assignment) -> dict[str, int]:
