@@ -36,6 +36,7 @@ from ..models import (
 )
 from ..phases import discusses, in_discussion, is_blind
 from ..signals import annotation_submitted
+from ..writes import write_findings
 from .common import (
     AlreadyDecided,
     AnnotationError,
@@ -47,6 +48,7 @@ from .common import (
     lock_study,
     stored_labels,
 )
+from .labelling import validated_payload  # the same validation and writes as a submission
 
 
 class NotInDiscussion(AnnotationError):
@@ -189,9 +191,6 @@ def revise_annotation(
     are validated against the current codebook (InvalidLabels). The same labels change nothing; others
     record a `Revision`, replace the findings and memo, and send `annotation_submitted` (adjudication
     consolidates the item: ``discussed`` when the annotators now agree)."""
-    from ..writes import write_findings
-    from .labelling import _validated  # the same validation and writes as a submission
-
     with transaction.atomic():
         locked = (
             Assignment.objects.select_for_update()
@@ -204,7 +203,7 @@ def revise_annotation(
         check_revisable(locked, user)
         annotation = Annotation.objects.select_for_update().get(assignment=locked)
         book = load_codebook(locked.study)
-        clean = _validated(payload, book, user, book.version)
+        clean = validated_payload(payload, book, user, book.version)
         before = stored_labels(annotation, book)
         if pl.normal_form(before, annotation.memo) == clean.to_json():
             return ReviseResult(annotation, False)

@@ -130,7 +130,7 @@ def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: date
     return max(0, min(spent, MAX_SECONDS_PER_ITEM))
 
 
-def _validated(
+def validated_payload(
     payload: Mapping[str, Any] | pl.Payload, book: LoadedCodebook, user: User, codebook_version: int
 ) -> pl.Payload:
     """The payload checked against the current codebook, every applicable dimension required."""
@@ -191,7 +191,7 @@ def submit_annotation(
         if (final := final_reason(locked)) is not None:
             raise AlreadyDecided(final)
         book = _hold_codebook(locked.study)
-        clean = _validated(payload, book, user, codebook_version)
+        clean = validated_payload(payload, book, user, codebook_version)
         now = timezone.now()
         annotation = Annotation.objects.filter(assignment=locked).first()
         if annotation is not None and annotation.submitted_at is not None:
@@ -266,7 +266,7 @@ def _submit_short(
         return None
     book = loaded_codebook(index)
     try:
-        clean = _validated(payload, book, user, codebook_version)
+        clean = validated_payload(payload, book, user, codebook_version)
     except InvalidLabels:
         return None
     done = submit_sql.submit(
