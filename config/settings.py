@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "apps.raters",
     "apps.agreement",
     "apps.adjudication",
+    "apps.quality",
     "apps.export",
 ]
 

@@ -17,5 +17,6 @@ urlpatterns = [
     path("studies/<slug:slug>/", include("apps.annotation.urls")),
     path("studies/<slug:slug>/", include("apps.agreement.urls")),
     path("studies/<slug:slug>/", include("apps.adjudication.urls")),
+    path("studies/<slug:slug>/", include("apps.quality.urls")),
     path("studies/<slug:slug>/", include("apps.export.urls")),
 ]

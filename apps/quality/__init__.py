@@ -1,0 +1,1 @@
+"""Annotator quality (docs/quality.md): the per-annotator report for leads."""
