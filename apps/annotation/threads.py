@@ -14,7 +14,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from apps.accounts.models import Role, Study, User
 from apps.corpus.models import Item
 
-from .models import Assignment, Comment, Round, RoundPhase, ThreadRead
+from .models import Assignment, AssignmentStatus, Comment, Round, RoundPhase, ThreadRead
 
 
 def thread_comments(round_: Round, item: Item) -> QuerySet[Comment]:
@@ -37,7 +37,8 @@ class InboxRow:
 
 def inbox(study: Study, user: User) -> list[InboxRow]:
     """Threads with comments by others that `user` has not read (after their last visit), mentions
-    first. An annotator's threads are those of items they hold in a revealed round; a lead's, all."""
+    first. An annotator's threads are those of items they submitted in a revealed round (after a forced
+    reveal, an item still open to them has no thread for them yet); a lead's, all."""
     last_read = ThreadRead.objects.filter(round=OuterRef("round"), item=OuterRef("item"), user=user).values(
         "read_at"
     )
@@ -49,7 +50,9 @@ def inbox(study: Study, user: User) -> list[InboxRow]:
     )
     lead = study.memberships.filter(user=user, role__in=[Role.LEAD, Role.OWNER]).exists()
     if not lead:
-        held = Assignment.objects.filter(round=OuterRef("round"), item=OuterRef("item"), annotator=user)
+        held = Assignment.objects.filter(
+            round=OuterRef("round"), item=OuterRef("item"), annotator=user, status=AssignmentStatus.SUBMITTED
+        )
         comments = comments.filter(Exists(held)).exclude(round__phase=RoundPhase.BLIND)
     rows = (
         comments.values("round", "item")

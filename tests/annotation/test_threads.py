@@ -49,6 +49,25 @@ def test_an_annotator_who_does_not_hold_the_item_never_sees_its_thread(world: Wo
     assert client.get(_url(world, 3)).status_code == 404  # item 4 is in no round: no thread for bob
 
 
+def test_after_a_forced_reveal_an_item_still_open_to_an_annotator_keeps_its_thread_from_them(
+    world: World, client: Any
+) -> None:
+    """Bob has not labelled item 2 yet when the lead forces the reveal: alice's comment there, which says
+    what she chose, must wait until he has (no page, no unread count)."""
+    _reveal(world)
+    client.force_login(world.alice)
+    assert client.post(_url(world, 1), {"body": "I said question here, @bob"}).status_code in (200, 302)
+    assert Comment.objects.count() == 1
+
+    client.force_login(world.bob)
+    response = client.get(_url(world, 1))
+    assert response.status_code == 403 and b"Submit your own labels on this item first" in response.content
+    assert b"I said question" not in response.content
+    assert client.post(_url(world, 1), {"body": "what did you say?"}).status_code == 403
+    assert inbox(world.study, world.bob) == []
+    assert client.get(_url(world, 0)).status_code == 200  # the item he did label is open to him
+
+
 def test_comments_are_sanitized_markdown_with_mentions_replies_and_unread_counts(
     world: World, client: Any
 ) -> None:

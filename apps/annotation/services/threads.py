@@ -17,7 +17,7 @@ from apps.accounts.models import Membership, Role, Study, User
 from apps.corpus.models import Item
 from apps.corpus.rendering import render_markdown
 
-from ..models import Assignment, Comment, CommentEdit, Round, ThreadRead
+from ..models import Assignment, AssignmentStatus, Comment, CommentEdit, Round, ThreadRead
 from ..phases import is_blind
 from .common import AnnotationError
 
@@ -48,13 +48,24 @@ def participants(round_: Round, item: Item) -> list[User]:
 
 def check_thread(round_: Round, item: Item, user: User) -> None:
     """Refuse a user the thread of `item` in `round_`: NotInThread when they are neither a lead nor one of
-    its annotators, ThreadClosed while the round is blind (for an annotator)."""
+    its annotators, ThreadClosed while the round is blind or, after a forced reveal, while their own
+    assignment of the item is still open (the thread would tell them what the others chose)."""
     if is_lead(round_.study, user):
         return
-    if not Assignment.objects.filter(round=round_, item=item, annotator=user).exists():
+    status = (
+        Assignment.objects.filter(round=round_, item=item, annotator=user)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status is None:
         raise NotInThread("No such thread.")
     if is_blind(round_):
         raise ThreadClosed(f"{round_} is still blind: its threads open when a lead reveals it.")
+    if status != AssignmentStatus.SUBMITTED:
+        raise ThreadClosed(
+            "Submit your own labels on this item first: its thread opens to you once you have, so that it "
+            "cannot tell you what the others chose."
+        )
 
 
 def _clean(body: str) -> str:
