@@ -3,6 +3,9 @@ Chromium fixture (`browser`), and the check that stops a run whose browser tests
 
 from __future__ import annotations
 
+import faulthandler
+import sys
+
 import pytest
 from django.test import Client
 
@@ -73,3 +76,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         pytest.exit(
             f"{len(wanted)} browser test(s) selected. {problem}", returncode=pytest.ExitCode.USAGE_ERROR
         )
+
+
+EXIT_WATCHDOG_SECONDS = 120
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Once the run is over, the process has two minutes to exit. A test that leaves something behind that
+    blocks interpreter shutdown (a server whose `shutdown()` waits for a thread shutdown has frozen) used to
+    keep pytest alive after its summary until CI's time ran out; now every thread's traceback is printed
+    and the process exits with status 1, naming the culprit."""
+    faulthandler.dump_traceback_later(EXIT_WATCHDOG_SECONDS, exit=True, file=sys.__stderr__)

@@ -7,7 +7,7 @@ fields), so a kind added later without a registration, or without a case here, f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,17 @@ def agreement_job(world: World, tmp_path: Path) -> Job:
 
 
 _SERVERS: list[tuple[Any, FakeServer]] = []  # the open context too: collecting it would stop the server
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_the_fake_server() -> Iterator[None]:
+    """Stop the module's fake server while its thread still runs. Left to the garbage collector at exit,
+    its `shutdown()` waited for a serve loop that interpreter shutdown had already frozen: the pytest
+    process printed its summary and never exited (CI's 90 minutes ran out)."""
+    yield
+    while _SERVERS:
+        context, _ = _SERVERS.pop()
+        context.__exit__(None, None, None)
 
 
 def model_run_job(world: World, tmp_path: Path) -> Job:

@@ -40,4 +40,4 @@ class Command(BaseCommand):
             writer.writeheader()
             writer.writerows(row.as_csv() for row in rows)
         else:
-            self.stdout.write(report.text_report(rows))
+            self.stdout.write(report.text_report(rows) + "\n", ending="")
