@@ -186,7 +186,11 @@ class RoundReveal(StudyAPIView):
         get_object_or_404(Round.objects.filter(study=self.study), number=number)
         try:
             result = services.reveal_round(
-                self.study, number, force=form.validated_data.get("force", False), actor=self.user
+                self.study,
+                number,
+                force=form.validated_data.get("force", False),
+                actor=self.user,
+                discussion=form.validated_data.get("discussion"),
             )
         except services.OpenAssignments as exc:
             raise Conflict(str(exc)) from exc

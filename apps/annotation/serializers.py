@@ -33,6 +33,13 @@ class RevealRequestSerializer(serializers.Serializer[Any]):
     force = serializers.BooleanField(
         required=False, default=False, help_text="Reveal although some assignments are still open."
     )
+    discussion = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Then discussion (true) or straight to adjudication (false); null: the round's or the "
+        "study's setting.",
+    )
 
 
 class RevealSerializer(serializers.Serializer[Any]):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from apps.adjudication.models import Decision, Review, ReviewState
 from apps.annotation import services
@@ -42,6 +44,36 @@ def test_a_round_is_blind_until_revealed_then_in_discussion(world: World) -> Non
 def test_a_round_that_skips_discussion_goes_straight_to_adjudication(world: World) -> None:
     Round.objects.filter(pk=world.round.pk).update(discussion=False)
     assert _revealed(world).phase == RoundPhase.ADJUDICATION
+
+
+def test_the_lead_chooses_at_the_reveal_whether_the_round_discusses(world: World, client: Any) -> None:
+    """The study's default (here: discuss) is only a default: the reveal form, the command and the API
+    each choose for the round, so a study can discuss without anyone touching the admin."""
+    client.force_login(world.lead)
+    page = client.get(reverse("annotation:round-detail", args=[world.study.slug, 1])).content.decode()
+    assert 'name="then" value="discussion" checked' in page
+    client.post(
+        reverse("annotation:reveal", args=[world.study.slug, 1]), {"force": "1", "then": "adjudication"}
+    )
+    round_ = Round.objects.get(pk=world.round.pk)
+    assert (round_.phase, round_.discussion) == (RoundPhase.ADJUDICATION, False)
+
+
+def test_a_study_that_does_not_discuss_can_discuss_one_round(world: World) -> None:
+    world.study.discuss_after_reveal = False
+    world.study.save(update_fields=["discuss_after_reveal"])
+    call_command(
+        "reveal_round", world.study.slug, "--round", "1", "--force", "--discussion", stdout=io.StringIO()
+    )
+    assert Round.objects.get(pk=world.round.pk).phase == RoundPhase.DISCUSSION
+
+
+def test_the_api_reveal_takes_the_rounds_choice(world: World) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {world.token(world.lead)}")
+    url = reverse("api-round-reveal", args=[world.study.slug, 1])
+    response = client.post(url, {"force": True, "discussion": False}, format="json")
+    assert response.status_code == 200 and response.json()["phase"] == RoundPhase.ADJUDICATION
 
 
 def test_revealing_with_open_assignments_needs_force_and_says_how_many(world: World) -> None:

@@ -80,10 +80,17 @@ def open_assignment_count(round_: Round) -> int:
 
 
 def reveal_round(
-    study: Study, number: int, *, force: bool = False, actor: User | None = None
+    study: Study,
+    number: int,
+    *,
+    force: bool = False,
+    actor: User | None = None,
+    discussion: bool | None = None,
 ) -> RevealResult:
     """End round `number`'s blind phase: freeze its blind record and move it to discussion (when it
-    discusses, `phases.discusses`) or to adjudication. Idempotent: a revealed round is left as it is.
+    discusses, `phases.discusses`) or to adjudication. `discussion` True or False records the round's own
+    choice first (None: as the round or, failing that, the study says). Idempotent: a revealed round is
+    left as it is, whatever `discussion` asks.
 
     Locks the study row (as drawing and assigning do), then the round. A round with open assignments is
     refused (`OpenAssignments`, saying how many) unless `force`."""
@@ -101,10 +108,12 @@ def reveal_round(
         if n_open and not force:
             raise OpenAssignments(round_, n_open)
         frozen = _freeze(round_)
+        if discussion is not None:
+            round_.discussion = discussion
         round_.phase = RoundPhase.DISCUSSION if discusses(round_) else RoundPhase.ADJUDICATION
         round_.revealed_at = timezone.now()
         round_.revealed_by = actor
-        round_.save(update_fields=["phase", "revealed_at", "revealed_by"])
+        round_.save(update_fields=["phase", "revealed_at", "revealed_by", "discussion"])
     return RevealResult(round_, True, frozen, n_open)
 
 

@@ -122,12 +122,18 @@ def my_decided(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def reveal(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
-    """The lead reveals a round; with open assignments only once confirmed (the `force` box)."""
+    """The lead reveals a round, then discussion or straight to adjudication (`then`); with open
+    assignments only once confirmed (the `force` box)."""
     study, _ = access_study(request.user, slug, lead=True)
     get_object_or_404(Round.objects.filter(study=study), number=number)
+    then = {"discussion": True, "adjudication": False}.get(request.POST.get("then", ""))
     try:
         result = services.reveal_round(
-            study, number, force=request.POST.get("force") == "1", actor=request_user(request)
+            study,
+            number,
+            force=request.POST.get("force") == "1",
+            actor=request_user(request),
+            discussion=then,
         )
     except services.RoundError as exc:
         messages.error(request, str(exc))

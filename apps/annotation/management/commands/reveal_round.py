@@ -1,12 +1,15 @@
-"""``reveal_round STUDY --round N [--force]`` (docs/design.md §4): end a round's blind phase.
+"""``reveal_round STUDY --round N [--force] [--discussion | --no-discussion]`` (docs/design.md §4): end a
+round's blind phase.
 
-Freezes the round's blind record and moves it to discussion (or adjudication, when it does not discuss).
+Freezes the round's blind record and moves it to discussion (or adjudication, when it does not discuss:
+``--discussion`` / ``--no-discussion`` choose for this round, else the round's or the study's setting).
 Idempotent: a revealed round is left as it is. A round with open assignments needs ``--force``; the
 refusal says how many are open (exit status 1, nothing written).
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -29,11 +32,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--force", action="store_true", help="reveal although some assignments are still open"
         )
+        parser.add_argument(
+            "--discussion",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="then discussion (or, with --no-discussion, straight to adjudication); default: the round's "
+            "or the study's setting",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         study = get_study(opts["study"])
         try:
-            result = reveal_round(study, opts["number"], force=opts["force"])
+            result = reveal_round(study, opts["number"], force=opts["force"], discussion=opts["discussion"])
         except RoundError as exc:
             raise CommandError(f"{study.slug}: {exc}") from exc
         round_ = result.round
