@@ -9,6 +9,10 @@ Environment variables (all optional in development):
                    filesystem broker (no server) and the local-memory cache.
   ALLOWED_HOSTS    comma-separated; default localhost names.
   SQLITE_TIMEOUT   seconds a SQLite connection waits for the write lock (default 30).
+  EMAIL_URL        e.g. smtp+tls://user:password@smtp.example.org:587; set, it turns on e-mail
+                   notifications (a mention or a reply in a discussion thread). Unset: no e-mail is sent.
+  DEFAULT_FROM_EMAIL  the sender of those e-mails (default taxonomist@localhost).
+  SITE_URL         the address people open Taxonomist at, for links in e-mails (default http://127.0.0.1:8000).
 """
 
 from __future__ import annotations
@@ -198,6 +202,30 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_IMPORT_UPLOAD_BYTES = env.int("MAX_IMPORT_UPLOAD_BYTES", default=200 * 1024 * 1024)
 # The GitLab instances the import page offers (the worker sends GITLAB_TOKEN to the one picked); the first
 # is the default. Add a self-managed instance's API root, e.g. https://gitlab.example.org/api/v4.
+# E-mail: notifications only where e-mail is configured (EMAIL_URL); tests use Django's in-memory outbox.
+EMAIL_NOTIFICATIONS = bool(os.environ.get("EMAIL_URL"))
+MAILERS: dict[str, dict[str, object]] = {
+    "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}  # nothing is sent unless set
+}
+if EMAIL_NOTIFICATIONS:
+    _email = env.email_url("EMAIL_URL")
+    _options = {
+        "host": _email.get("EMAIL_HOST"),
+        "port": _email.get("EMAIL_PORT"),
+        "username": _email.get("EMAIL_HOST_USER"),
+        "password": _email.get("EMAIL_HOST_PASSWORD"),
+        "use_tls": _email.get("EMAIL_USE_TLS"),
+        "use_ssl": _email.get("EMAIL_USE_SSL"),
+    }
+    MAILERS = {
+        "default": {
+            "BACKEND": _email["EMAIL_BACKEND"],
+            "OPTIONS": {k: v for k, v in _options.items() if v not in (None, "")},
+        }
+    }
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="taxonomist@localhost")
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
 GITLAB_API_URLS = env.list("GITLAB_API_URLS", default=["https://gitlab.com/api/v4"])
 
 # Security headers. CSP: no inline script anywhere; htmx is vendored and loaded from 'self'.

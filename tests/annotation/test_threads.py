@@ -147,3 +147,40 @@ def test_the_api_gives_the_thread_under_the_item_after_the_reveal(world: World) 
     assert (
         client.get(f"/api/v1/studies/{world.study.slug}/items/{world.items[3].pk}/thread/").status_code == 404
     )
+
+
+def test_mentions_and_replies_are_emailed_only_where_email_is_configured_and_only_to_readers(
+    world: World, client: Any, settings: Any, mailoutbox: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    _reveal(world)
+    for user, address in (
+        (world.alice, "alice@example.org"),
+        (world.bob, "bob@example.org"),
+        (world.lead, ""),
+    ):
+        user.email = address
+        user.save(update_fields=["email"])
+    client.force_login(world.alice)
+    client.post(_url(world), {"body": "no e-mail is configured, @bob"})
+    assert mailoutbox == []
+
+    settings.EMAIL_NOTIFICATIONS = True
+    settings.SITE_URL = "https://taxonomist.example.org"
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(_url(world), {"body": "**Why howto**, @bob?"})
+    [mail] = mailoutbox
+    assert mail.to == ["bob@example.org"] and "alice mentioned you" in mail.subject
+    assert "**Why howto**, @bob?" in mail.body and f"https://taxonomist.example.org{_url(world)}" in mail.body
+
+    client.force_login(world.bob)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(_url(world), {"body": "It reads as a question."})
+    assert [m.to for m in mailoutbox[1:]] == [["alice@example.org"]] and "bob replied" in mailoutbox[
+        1
+    ].subject
+
+    # item 2: bob has not labelled it yet, so a mention there reaches him by no road, e-mail included
+    client.force_login(world.alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(_url(world, 1), {"body": "I chose question, @bob"})
+    assert len(mailoutbox) == 2

@@ -8,9 +8,13 @@ An author edits or deletes their own comment; each keeps the previous text (`Com
 
 from __future__ import annotations
 
+import logging
 import re
 
+from django.conf import settings
+from django.core.mail import send_mass_mail
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Role, Study, User
@@ -20,6 +24,8 @@ from apps.corpus.rendering import render_markdown
 from ..models import Assignment, AssignmentStatus, Comment, CommentEdit, Round, ThreadRead
 from ..phases import is_blind
 from .common import AnnotationError
+
+logger = logging.getLogger(__name__)
 
 MAX_COMMENT = 20_000
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_.+-]{1,150})")
@@ -44,6 +50,13 @@ def participants(round_: Round, item: Item) -> list[User]:
     return list(
         User.objects.filter(pk__in=annotators).union(User.objects.filter(pk__in=leads)).order_by("username")
     )
+
+
+def _readers(round_: Round, item: Item) -> set[int]:
+    """Who may read the thread now: the leads and the round's annotators who submitted the item."""
+    submitted = Assignment.objects.filter(round=round_, item=item, status=AssignmentStatus.SUBMITTED)
+    leads = Membership.objects.filter(study=round_.study, role__in=[Role.LEAD, Role.OWNER])
+    return {*submitted.values_list("annotator_id", flat=True), *leads.values_list("user_id", flat=True)}
 
 
 def check_thread(round_: Round, item: Item, user: User) -> None:
@@ -90,9 +103,46 @@ def add_comment(round_: Round, item: Item, user: User, body: str) -> Comment:
         comment = Comment.objects.create(
             round=round_, item=item, author=user, body=text, body_html=render_markdown(text)
         )
-        comment.mentions.set(_mentioned(round_, item, text))
+        mentioned = _mentioned(round_, item, text)
+        comment.mentions.set(mentioned)
         mark_read(round_, item, user)
+        if settings.EMAIL_NOTIFICATIONS:
+            transaction.on_commit(lambda: _notify(comment, mentioned))
     return comment
+
+
+def _notify(comment: Comment, mentioned: list[User]) -> None:
+    """E-mail (where e-mail is configured) the people a comment mentions and those it answers: the
+    thread's earlier authors. Only those who may read the thread now (never an annotator whose assignment
+    of the item is still open), never the author, only those with an address; a mail server that fails
+    is logged and the comment stands."""
+    earlier = Comment.objects.filter(
+        round=comment.round, item=comment.item, created_at__lt=comment.created_at
+    )
+    answered = User.objects.filter(pk__in=earlier.values("author"))
+    allowed = _readers(comment.round, comment.item)
+    people = {
+        u.pk: u for u in [*mentioned, *answered] if u.pk in allowed and u.pk != comment.author_id and u.email
+    }
+    if not people:
+        return
+    link = settings.SITE_URL + reverse(
+        "annotation:thread", args=[comment.round.study.slug, comment.round.number, comment.item_id]
+    )
+    title = comment.item.title or comment.item.url
+    messages = []
+    for user in people.values():
+        what = "mentioned you" if user in mentioned else "replied"
+        subject = f"[Taxonomist] {comment.author.username} {what}: {title}"[:200]
+        body = (
+            f"{comment.author.username} wrote in the discussion of “{title}” ({comment.round}):\n\n"
+            f"{comment.body}\n\nReply: {link}\n"
+        )
+        messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
+    try:
+        send_mass_mail(messages)
+    except OSError:
+        logger.exception("Could not e-mail the notifications of comment %s", comment.pk)
 
 
 def _own(comment: Comment, user: User) -> Comment:
