@@ -19,6 +19,7 @@ from django.db.models.functions import Coalesce
 from apps.accounts.models import Study, User
 from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from apps.annotation.services.causes import cause_counts
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
@@ -389,8 +390,9 @@ def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
 
 def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
     """Per revealed round: items its discussion resolved (current decisions ``discussed``), items it did
-    not (open disagreements, waiting for the lead) and items the lead decided (``adjudicated``). Two
-    queries."""
+    not (open disagreements, waiting for the lead) and items the lead decided (``adjudicated``), each
+    kind's share of the three together, and how many items carry each cause of disagreement
+    (`annotation.services.causes`). Three queries."""
     revealed = list(Round.objects.filter(study=study, revealed_at__isnull=False).order_by("number"))
     if not revealed:
         return []
@@ -411,15 +413,27 @@ def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
         .annotate(n=Count("*"))
         .values_list("round_id", "n")
     )
-    return [
-        {
-            "round": r,
-            "resolved": decided.get((r.pk, Provenance.DISCUSSED), 0),
-            "unresolved": open_.get(r.pk, 0),
-            "adjudicated": decided.get((r.pk, Provenance.ADJUDICATED), 0),
-        }
-        for r in revealed
-    ]
+    per_cause: dict[int, list[tuple[str, str, int]]] = {}
+    for count in cause_counts(study):
+        per_cause.setdefault(count.round, []).append((count.key, count.name, count.n))
+    outcomes = []
+    for r in revealed:
+        resolved = decided.get((r.pk, Provenance.DISCUSSED), 0)
+        unresolved = open_.get(r.pk, 0)
+        adjudicated = decided.get((r.pk, Provenance.ADJUDICATED), 0)
+        total = resolved + unresolved + adjudicated
+        outcomes.append(
+            {
+                "round": r,
+                "resolved": resolved,
+                "unresolved": unresolved,
+                "adjudicated": adjudicated,
+                "share_discussion": resolved / total if total else None,
+                "share_adjudicator": adjudicated / total if total else None,
+                "causes": per_cause.get(r.number, []),
+            }
+        )
+    return outcomes
 
 
 def annotators_of(study: Study) -> list[tuple[int, str]]:

@@ -322,3 +322,51 @@ class ThreadRead(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["round", "item", "user"], name="threadread_unique"),
         ]
+
+
+class Cause(models.Model):
+    """One cause a disagreement can have, in the study's editable list (docs/labelling.md, "Causes"): the
+    five defaults (`DEFAULT_CAUSES`) are made with the list's first use; a lead adds, renames or retires
+    causes. A retired cause stays on the disagreements that carry it."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="causes")
+    key = models.SlugField(max_length=50)
+    name = models.CharField(max_length=100)
+    position = models.PositiveIntegerField(default=0)
+    retired = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["study", "key"], name="cause_unique_key")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DEFAULT_CAUSES = (
+    ("codebook_gap", "Codebook gap"),
+    ("ambiguous_item", "Ambiguous item"),
+    ("slip", "Slip or misreading"),
+    ("guideline_unclear", "Guideline unclear"),
+    ("other", "Other"),
+)
+CODEBOOK_GAP = "codebook_gap"
+
+
+class DisagreementCause(models.Model):
+    """Why the annotators of an item in a revealed round disagreed: a cause of the study's list, a note,
+    and, for a codebook gap, the category (a proposal, or the code the codebook gained or changed) it led
+    to, so the codebook's trail shows why it changed. One per (round, item); the last word stands."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="disagreement_causes")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="disagreement_causes")
+    cause = models.ForeignKey(Cause, on_delete=models.PROTECT, related_name="disagreements")
+    note = models.TextField(blank=True)
+    category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="disagreement_causes"
+    )
+    set_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    set_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "item"], name="disagreementcause_unique")]

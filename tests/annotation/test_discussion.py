@@ -260,7 +260,9 @@ def test_the_leads_queue_shows_what_discussion_resolved_and_what_waits(world: Wo
     client.force_login(world.lead)
     page = client.get(reverse("adjudication:queue", kwargs={"slug": world.study.slug})).content.decode()
     row = page.split('id="discussion-outcomes"', 1)[1].split("</section>", 1)[0]
-    assert '<td class="num resolved">1</td>' in row and '<td class="num unresolved">1</td>' in row
+    assert '<td class="num resolved">1 <span class="muted small">(50 %)</span></td>' in row
+    assert '<td class="num unresolved">1</td>' in row
+    assert '<td class="num adjudicated">0 <span class="muted small">(0 %)</span></td>' in row
     assert "not resolved by discussion" in page  # item 3 still waits, flagged in the queue
 
 

@@ -13,9 +13,10 @@ import pytest
 from apps.agreement.ratings import load_study_ratings
 from apps.agreement.services import dimension_report
 from apps.annotation import services
-from apps.annotation.models import BlindRecord, Comment, Revision, Round
-from apps.annotation.services import threads
+from apps.annotation.models import BlindRecord, Comment, DisagreementCause, Revision, Round
+from apps.annotation.services import causes, threads
 from apps.export.package import build_package, import_study
+from apps.taxonomy.models import Category
 from tests.api.world import World, build_world
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +39,10 @@ def world(study: Any, owner: Any, lead: Any, annotator_a: Any, annotator_b: Any,
     threads.edit_comment(comment, w.alice, "Why **howto**, @bob? It crashes.")
     threads.add_comment(round_, w.items[0], w.bob, "You are right.")
     services.revise_annotation(w.assignment("bob", 0), FAULT, w.bob)
+    hang = Category.objects.get(dimension__codebook__study=study, key="hang")
+    causes.set_cause(
+        round_, w.items[0], w.bob, "codebook_gap", note="no code for timeouts", category_id=hang.pk
+    )
     return w
 
 
@@ -77,3 +82,43 @@ def test_the_package_holds_both_figures_and_the_threads_and_import_study_restore
     assert comments[0].edits.get().body == "Why **howto**, @bob?"
     assert _kappa(restored, "blind") == pytest.approx(_kappa(world.study, "blind")) == pytest.approx(0.0)
     assert _kappa(restored, "discussed") == pytest.approx(1.0)
+
+
+def test_the_package_counts_the_causes_and_what_discussion_resolved_and_import_study_restores_the_causes(
+    world: World, tmp_path: Path, settings: Any
+) -> None:
+    settings.EXPORT_ROOT = tmp_path
+    path = tmp_path / "package.zip"
+    build_package(world.study, path)
+    with zipfile.ZipFile(path) as archive:
+        agreement = json.loads(archive.read("agreement.json"))
+        discussion = json.loads(archive.read("discussion.json"))
+        report = archive.read("agreement.md").decode()
+    outcome = agreement["rounds"][0]["discussion"]
+    # item 1: bob's revision agreed (resolved by discussion); item 2 waits for bob; item 3 agreed blind
+    assert (outcome["resolved_by_discussion"], outcome["unresolved"], outcome["adjudicated"]) == (1, 0, 0)
+    assert outcome["share_discussion"] == pytest.approx(1.0) and outcome["causes"] == {"codebook_gap": 1}
+    assert "## Disagreements after discussion" in report and "| codebook_gap 1 |" in report
+    [given] = discussion["disagreement_causes"]
+    assert (given["cause"], given["category"], given["set_by"]) == (
+        "codebook_gap",
+        ["symptom", "hang"],
+        "bob",
+    )
+    assert [c["key"] for c in discussion["causes"]] == [
+        "codebook_gap",
+        "ambiguous_item",
+        "slip",
+        "guideline_unclear",
+        "other",
+    ]
+
+    restored = import_study("ddp-again", path).study
+    cause = DisagreementCause.objects.select_related("cause", "category", "set_by").get(round__study=restored)
+    assert (cause.cause.key, cause.note, cause.category.key, cause.set_by.username) == (  # type: ignore[union-attr]
+        "codebook_gap",
+        "no code for timeouts",
+        "hang",
+        "bob",
+    )
+    assert cause.category.dimension.codebook.study == restored  # type: ignore[union-attr]

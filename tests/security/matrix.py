@@ -147,6 +147,13 @@ MATRIX: dict[str, Rule] = {
         "lead", "GET", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1, "item_id": w.items[0].pk}
     ),
     "annotation:comment": page("own", "POST", kwargs=extra("comment"), post=302),
+    "annotation:cause": page(  # like the thread: leads, and the item's annotators once revealed
+        "lead",
+        "POST",
+        kwargs=lambda w: {"slug": w.study.slug, "number": 1, "item_id": w.items[0].pk},
+        post=302,
+    ),
+    "annotation:causes": page("lead", "GET", "POST", kwargs=study, post=302),
     "annotation:next": page("member", kwargs=study, get=302),
     "annotation:workbench": page("own", kwargs=assignment("alice", 2)),
     "annotation:draft": page("own", "POST", kwargs=assignment("alice", 2)),
@@ -193,6 +200,8 @@ MATRIX: dict[str, Rule] = {
     "export:job": page("lead", kwargs=extra("export_job")),
     "export:download": page("lead", kwargs=extra("done_export")),
     "export:paper": page("lead", kwargs=study),
+    "quality:quality": page("lead", kwargs=study),
+    "quality:csv": page("lead", kwargs=study),
     "export:paper-figure": page(
         "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK
     ),  # 400 when the world's study has no decision in the dimension: still no refusal

@@ -1,5 +1,5 @@
-"""A study's round phases, blind records, revisions and threads in the replication package
-(``discussion.json``), and their restore by ``import_study``: the writer of these annotation tables.
+"""A study's round phases, blind records, revisions, threads and causes of disagreement in the replication
+package (``discussion.json``), and their restore by ``import_study``: the writer of these annotation tables.
 
 `discussion_data` reads (keys and usernames, never ids); `restore_discussion` writes them into a study
 that `import_study` has just created, its rounds, assignments and annotations already restored. A package
@@ -22,8 +22,10 @@ from ..models import (
     Assignment,
     BlindRecord,
     BlindValue,
+    Cause,
     Comment,
     CommentEdit,
+    DisagreementCause,
     Revision,
     Round,
     RoundPhase,
@@ -80,7 +82,20 @@ def discussion_data(study: Study) -> dict[str, Any]:
         for c in Comment.objects.filter(round__study=study).select_related("round", "item", "author")
         .prefetch_related("mentions", "edits").order_by("created_at", "id")
     ]  # fmt: skip
-    return {"rounds": rounds, "blind_records": blind, "revisions": revisions, "comments": comments}
+    causes = [
+        {"key": c.key, "name": c.name, "position": c.position, "retired": c.retired}
+        for c in Cause.objects.filter(study=study)
+    ]
+    disagreement_causes = [
+        {"round": d.round.number, "item": d.item.url, "cause": d.cause.key, "note": d.note,
+         "category": [d.category.dimension.key, d.category.key] if d.category else None,
+         "set_by": d.set_by.username if d.set_by else None, "set_at": _iso(d.set_at)}
+        for d in DisagreementCause.objects.filter(round__study=study)
+        .select_related("round", "item", "cause", "category__dimension", "set_by")
+        .order_by("round__number", "item__url")
+    ]  # fmt: skip
+    return {"rounds": rounds, "blind_records": blind, "revisions": revisions, "comments": comments,
+            "causes": causes, "disagreement_causes": disagreement_causes}  # fmt: skip
 
 
 def usernames(data: Mapping[str, Any]) -> set[str]:
@@ -90,6 +105,7 @@ def usernames(data: Mapping[str, Any]) -> set[str]:
     names |= {r["annotator"] for r in data.get("revisions", [])}
     for c in data.get("comments", []):
         names |= {c["author"], *c.get("mentions", [])}
+    names |= {d["set_by"] for d in data.get("disagreement_causes", []) if d.get("set_by")}
     return names
 
 
@@ -155,3 +171,31 @@ def restore_discussion(
             )
             for e in raw.get("edits", [])
         )
+    _restore_causes(study, data, rounds, item_ids, users, categories)
+
+
+def _restore_causes(
+    study: Study,
+    data: Mapping[str, Any],
+    rounds: Mapping[int, Round],
+    item_ids: Mapping[str, int],
+    users: Mapping[str, User],
+    categories: Mapping[tuple[str, str], int],
+) -> None:
+    """The study's causes and each disagreement's cause (packages before causes have neither)."""
+    kinds = {
+        raw["key"]: Cause.objects.create(
+            study=study, key=raw["key"], name=raw["name"], position=raw.get("position", 0),
+            retired=bool(raw.get("retired")),
+        )
+        for raw in data.get("causes", [])
+    }  # fmt: skip
+    DisagreementCause.objects.bulk_create(
+        DisagreementCause(
+            round=rounds[raw["round"]], item_id=item_ids[raw["item"]], cause=kinds[raw["cause"]],
+            note=raw.get("note", ""), set_by=users.get(raw.get("set_by") or ""),
+            set_at=_when(raw.get("set_at")),
+            category_id=categories[tuple(raw["category"])] if raw.get("category") else None,
+        )
+        for raw in data.get("disagreement_causes", [])
+    )  # fmt: skip

@@ -1,13 +1,16 @@
 """The annotator's queue and workbench, and the lead's rounds and screening pages."""
 
+from .causes import causes
 from .discussion import my_decided, reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
-from .threads import comment, inbox, thread
+from .threads import cause, comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
 __all__ = [
     "add_items",
     "assign",
+    "cause",
+    "causes",
     "comment",
     "draw",
     "inbox",

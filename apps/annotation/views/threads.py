@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.permissions import access_study
@@ -13,8 +14,10 @@ from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
+from apps.taxonomy.models import Category, CategoryStatus
 
-from ..models import Comment, Round
+from ..models import Comment, DisagreementCause, Round
+from ..services import causes
 from ..services import threads as service
 from ..services.common import AnnotationError
 from ..threads import inbox as inbox_rows
@@ -60,7 +63,7 @@ def thread(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Ht
     study, role = round_.study, access_study(request.user, slug)[1]
     ctx = study_context(
         study, role, "queue", round=round_, item=item, comments=list(thread_comments(round_, item)),
-        error=error, participants=service.participants(round_, item),
+        error=error, participants=service.participants(round_, item), **_cause_context(round_, item),
     )  # fmt: skip
     return render_page(
         request,
@@ -70,6 +73,50 @@ def thread(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Ht
         target="thread",
         status=422 if error else 200,
     )
+
+
+def _cause_context(round_: Round, item: Item) -> dict[str, object]:
+    """The item's cause of disagreement in the round, the study's causes, and the categories (active or
+    proposed) a codebook gap may link to."""
+    return {
+        "cause": DisagreementCause.objects.filter(round=round_, item=item)
+        .select_related("cause", "category", "set_by")
+        .first(),
+        "causes": causes.study_causes(round_.study),
+        "gap_categories": Category.objects.filter(
+            dimension__codebook__study=round_.study,
+            status__in=[CategoryStatus.PROPOSED, CategoryStatus.ACTIVE],
+        )
+        .select_related("dimension")
+        .order_by("dimension__position", "name")[:1000],
+    }
+
+
+@login_required
+@require_POST
+def cause(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> HttpResponse:
+    """Say why the item was disagreed on (`cause`, `note`, for a codebook gap `category`), or `clear` it."""
+    try:
+        round_, item = _thread(request, slug, number, item_id)
+    except PermissionDeniedWithReason as exc:
+        return HttpResponse(str(exc), status=403, content_type="text/plain; charset=utf-8")
+    user = request_user(request)
+    category = request.POST.get("category", "")
+    try:
+        if request.POST.get("clear"):
+            causes.clear_cause(round_, item, user)
+        else:
+            causes.set_cause(
+                round_,
+                item,
+                user,
+                request.POST.get("cause", ""),
+                note=request.POST.get("note", ""),
+                category_id=int(category) if category.isdigit() else None,
+            )
+    except AnnotationError as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("annotation:thread", args=[slug, number, item_id]) + "#cause")
 
 
 @login_required

@@ -48,7 +48,34 @@ def agreement_markdown(data: Mapping[str, Any], dimension_names: Mapping[str, st
         lines.append(to_markdown(replace(table, notes=()), heading=True))
         if table.notes:
             lines += ["Undefined values:", "", *(f"- {note}" for note in table.notes), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _discussion_lines(data))
+
+
+def _share(value: Any) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+def _discussion_lines(data: Mapping[str, Any]) -> list[str]:
+    """The revealed rounds' disagreements: resolved by discussion, by the adjudicator, still open, and the
+    count of each cause given."""
+    rows = [
+        (round_label(r["round"], r["name"]), r["discussion"]) for r in data["rounds"] if "discussion" in r
+    ]
+    if not rows:
+        return []
+    lines = [
+        "## Disagreements after discussion",
+        "",
+        "| round | resolved by discussion | by the adjudicator | still open | causes |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, d in rows:
+        causes = ", ".join(f"{key} {n}" for key, n in d["causes"].items()) or "none given"
+        lines.append(
+            f"| {_cell(label)} | {d['resolved_by_discussion']} ({_share(d['share_discussion'])}) | "
+            f"{d['adjudicated']} ({_share(d['share_adjudicator'])}) | {d['unresolved']} | {causes} |"
+        )
+    return [*lines, ""]
 
 
 def readme_text(
@@ -78,7 +105,7 @@ Exported from Taxonomist. Codebook version {codebook_version}; {counts["items"]}
 | `items.jsonl` | every item of the study (URL, source, title, body, tags, metadata, comments), one per line |
 | `codebook.json` | the codebook: version, every category (retired, merged too), change history |
 | `sampling.json` | the labelling rounds: how each was drawn (method, seed, size) and its items |
-| `discussion.json` | each round's phase, its blind labels frozen at the reveal, revisions and threads |
+| `discussion.json` | phases, blind labels frozen at the reveal, revisions, threads, disagreement causes |
 | `agreement.json` | inter-annotator agreement per round and dimension (docs/design.md §6 coefficients) |
 | `agreement.md` | the same, as tables |
 | `taxonomy_counts.md` | the taxonomy: count and share of findings per category and source |
