@@ -109,6 +109,35 @@ def test_a_revision_that_agrees_is_decided_as_discussed_and_keeps_the_history(wo
     assert revision.labels_after == [{"type": ["fault"], "symptom": ["hang"], "fix": ["config"]}]
 
 
+def test_the_discussion_page_shows_a_revised_annotators_blind_labels_beside_the_revision(
+    world: World, client: Any
+) -> None:
+    _revealed(world)
+    services.revise_annotation(world.assignment("bob", 0), AGREED_WITH_ALICE, world.bob)
+    client.force_login(world.alice)
+    page = client.get(reverse("annotation:discussion", args=[world.study.slug, 1])).content.decode()
+    article = page.split(f'id="revealed-{world.items[0].pk}"', 1)[1].split("</article>", 1)[0]
+    revised = article.split('<span class="pill">revised</span>', 1)[1]
+    assert "Blind labels, before the revision" in revised
+    blind = revised.split("<summary>Blind labels, before the revision</summary>", 1)[1].split(
+        "</details>", 1
+    )[0]
+    assert "How-to" in blind and "Hang" not in blind  # bob's blind how-to, not his revised fault
+
+
+def test_a_lead_closes_the_discussion_and_the_round_goes_to_adjudication(world: World, client: Any) -> None:
+    _revealed(world)
+    client.force_login(world.lead)
+    page = client.get(reverse("annotation:round-detail", args=[world.study.slug, 1])).content.decode()
+    assert 'id="close-discussion"' in page
+    client.post(reverse("annotation:close-discussion", args=[world.study.slug, 1]))
+    assert Round.objects.get(pk=world.round.pk).phase == RoundPhase.ADJUDICATION
+    with pytest.raises(services.NotInDiscussion, match="in adjudication"):
+        services.revise_annotation(world.assignment("bob", 0), AGREED_WITH_ALICE, world.bob)
+    with pytest.raises(services.NotInDiscussion, match="is not in discussion: it is in adjudication"):
+        services.close_discussion(world.study, 1)
+
+
 def test_a_revision_that_still_disagrees_waits_for_the_lead(world: World) -> None:
     _revealed(world)
     other = {"findings": [{"values": {"type": ["fault"], "symptom": ["crash"], "fix": ["code"]}}]}

@@ -160,6 +160,9 @@ MATRIX: dict[str, Rule] = {
     "annotation:submit": page("own", "POST", kwargs=assignment("alice", 2)),
     "annotation:revise": page("own", "POST", kwargs=assignment("alice", 0)),
     "annotation:reveal": page("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "annotation:close-discussion": page(
+        "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
+    ),
     "annotation:discussion": page("member", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "annotation:rounds": page("lead", kwargs=study),
     "annotation:draw": page("lead", "POST", kwargs=study),

@@ -117,6 +117,24 @@ def reveal_round(
     return RevealResult(round_, True, frozen, n_open)
 
 
+def close_discussion(study: Study, number: int) -> Round:
+    """End round `number`'s discussion: it moves to adjudication, where no annotator revises any more and
+    the disagreements left wait for a lead. Refused (NotInDiscussion, saying where the round stands) for a
+    round that is not in discussion."""
+    with transaction.atomic():
+        lock_study(study)
+        round_ = Round.objects.select_for_update().filter(study=study, number=number).first()
+        if round_ is None:
+            raise RoundError(f"Study {study.slug} has no round {number}.")
+        if round_.phase != RoundPhase.DISCUSSION:
+            raise NotInDiscussion(
+                f"{round_} is not in discussion: it is in {round_.get_phase_display().lower()}."
+            )
+        round_.phase = RoundPhase.ADJUDICATION
+        round_.save(update_fields=["phase"])
+    return round_
+
+
 def _freeze(round_: Round) -> int:
     """Copy the round's submitted annotations into its blind record (three queries and two inserts)."""
     book = load_codebook(round_.study)
@@ -289,6 +307,7 @@ __all__ = [
     "ReviseResult",
     "apply_revisions",
     "check_revisable",
+    "close_discussion",
     "open_assignment_count",
     "reveal_round",
     "revise_annotation",

@@ -1,7 +1,7 @@
 """The annotator's queue and workbench, and the lead's rounds and screening pages."""
 
 from .causes import causes
-from .discussion import my_decided, reveal, revise, round_discussion
+from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
 from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
 from .threads import cause, comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
@@ -11,6 +11,7 @@ __all__ = [
     "assign",
     "cause",
     "causes",
+    "close_discussion",
     "comment",
     "draw",
     "inbox",

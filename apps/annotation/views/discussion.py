@@ -40,7 +40,10 @@ def readable(
             if value == pl.PENDING:
                 row.append((name, "pending"))
             else:
-                paths = [book.index.path(book.category_ids[(key, k)]) for k in value]
+                ids = [book.category_ids.get((key, k)) for k in value]  # a key merged away since: shown as is
+                paths = [
+                    book.index.path(pk) if pk is not None else k for pk, k in zip(ids, value, strict=True)
+                ]
                 row.append((name, "; ".join(paths)))
         out.append(row)
     return out
@@ -58,6 +61,7 @@ def _shown(row: RevealedItem, book: services.LoadedCodebook) -> dict[str, Any]:
                 "findings": readable(x.findings, book),
                 "memo": x.memo,
                 "revised": x.revised,
+                "blind": readable(x.blind, book) if x.revised and x.blind is not None else None,
             }
             for x in row.labels
         ],
@@ -103,6 +107,21 @@ def _decision(row: DecidedItem, book: services.LoadedCodebook) -> dict[str, Any]
         "labels": [(name, "; ".join(paths)) for name, paths in by_dimension.items()],
         "matched": row.matched,
     }
+
+
+@login_required
+@require_POST
+def close_discussion(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
+    """The lead ends a round's discussion: it moves to adjudication."""
+    study, _ = access_study(request.user, slug, lead=True)
+    get_object_or_404(Round.objects.filter(study=study), number=number)
+    try:
+        round_ = services.close_discussion(study, number)
+    except services.AnnotationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{round_}'s discussion is closed: its open disagreements wait for a lead.")
+    return redirect("annotation:round-detail", slug=study.slug, number=number)
 
 
 @login_required
