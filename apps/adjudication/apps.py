@@ -6,14 +6,15 @@ class AdjudicationConfig(AppConfig):
     label = "adjudication"
 
     def ready(self) -> None:
-        from apps.annotation import decided
+        from apps.annotation import decided, outcomes
         from apps.annotation.signals import annotation_submitted
         from apps.taxonomy import label_stores
         from apps.taxonomy.signals import categories_merged, labels_reassigned
 
-        from . import readers, receivers
+        from . import queries, readers, receivers
 
         decided.provide(readers.DECIDED)
+        outcomes.provide(queries.discussion_outcome_data)
         label_stores.register(label_stores.GOLD, readers.GOLD_STORE)
 
         annotation_submitted.connect(

@@ -436,6 +436,26 @@ def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
     return outcomes
 
 
+def outcome_data(outcome: dict[str, Any]) -> dict[str, Any]:
+    """One `discussion_outcomes` row as plain data (cause keys to counts): the package's and agreement's
+    shape (`annotation/outcomes.py`)."""
+    return {
+        "resolved_by_discussion": outcome["resolved"],
+        "adjudicated": outcome["adjudicated"],
+        "unresolved": outcome["unresolved"],
+        "share_discussion": outcome["share_discussion"],
+        "share_adjudicator": outcome["share_adjudicator"],
+        "causes": {key: n for key, _, n in outcome["causes"]},
+    }
+
+
+def discussion_outcome_data(study_id: int) -> dict[int, dict[str, Any]]:
+    """`outcome_data` of each revealed round of the study, by round number (the reader of
+    `annotation/outcomes.py`)."""
+    study = Study.objects.get(pk=study_id)
+    return {o["round"].number: outcome_data(o) for o in discussion_outcomes(study)}
+
+
 def annotators_of(study: Study) -> list[tuple[int, str]]:
     """Everyone who has an assignment in the study, by username, as (id, display name). One query that
     probes the assignments once per user instead of reading all of the study's assignments."""

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from apps.accounts.models import Study
+from apps.annotation.outcomes import discussion_outcomes
 from apps.core.http import HtmxHttpRequest
 from apps.taxonomy.index import CodebookIndex
 
@@ -153,6 +154,9 @@ def figures(
 
     names = category_names(index, chosen["key"])
     category_notes = Notes()
+    # A revealed round chosen: each category's kappa after discussion beside its blind one.
+    after = (result.get("discussed") or {}).get(chosen["key"], {}).get(scope)
+    after_rows = {row.key: row for row in present(after).categories} if after else {}
     categories: list[dict[str, Any]] = [
         {
             "key": row.key,
@@ -161,6 +165,9 @@ def figures(
             "kappa": category_notes.figure(row.cohen_kappa),
             "fleiss": category_notes.figure(row.fleiss_kappa),
             "alpha": category_notes.figure(row.krippendorff_alpha),
+            "after_kappa": category_notes.figure(after_rows[row.key].cohen_kappa)
+            if row.key in after_rows
+            else None,
         }
         for row in rows.categories
     ]
@@ -181,6 +188,8 @@ def figures(
     phase_notes = Notes()
     ctx: dict[str, Any] = {
         "before_after": _before_after(result, dict(scopes), phase_notes),
+        "after_categories": bool(after_rows),
+        "outcomes": _outcomes(study, result, dict(scopes)),
         "phase_notes": phase_notes.reasons,
         "scopes": scopes,
         "summary": summary,
@@ -228,6 +237,17 @@ def _before_after(result: dict[str, Any], labels: dict[str, str], notes: Notes) 
                 }
             )
     return rows
+
+
+def _outcomes(study: Study, result: dict[str, Any], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """What each revealed round's discussion resolved, read now (decisions and causes change after the
+    snapshot was computed): adjudication's fact, through `annotation/outcomes.py`."""
+    if not result.get("discussed"):
+        return []
+    return [
+        {"round": number, "label": labels.get(str(number), str(number)), **outcome}
+        for number, outcome in sorted(discussion_outcomes(study.pk).items())
+    ]
 
 
 def _downloads(slug: str, dimension: str, scope: str, level: int | None) -> dict[str, dict[str, str]]:

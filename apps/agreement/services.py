@@ -29,6 +29,7 @@ from django.db.models import Count, Max
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, LabelValue, Round
+from apps.annotation.outcomes import discussion_outcomes
 from apps.core.jobs import JobFailed, JobProgress, enqueue, is_stalled, run_job
 from apps.core.models import JobStatus
 from apps.corpus.models import Item
@@ -476,6 +477,15 @@ def _command_result(
                 q=float(test["q"]),
             )
         progress.advance(1, f"dimension {key}")
+    if params.get("phase") == DISCUSSED:
+        # What the revealed rounds' discussions resolved, and why items were disagreed on (the rounds asked)
+        outcomes = {
+            str(number): outcome
+            for number, outcome in discussion_outcomes(ratings.study_id).items()
+            if round_number is None or number == round_number
+        }
+        for report in reports.values():
+            report["discussion"] = outcomes
     result = reports[keys[0]] if dimension is not None else reports
     return result, f"Agreement on {len(keys)} dimension(s)"
 

@@ -101,3 +101,50 @@ def test_the_dashboard_shows_a_revealed_rounds_blind_and_after_discussion_figure
     row = page.split('data-dimension="type" data-round="1"', 1)[1].split("</tr>", 1)[0]
     assert ">0.000" in row.split("blind-kappa", 1)[1].split("</td>")[0]  # alice fault/howto, bob howto/howto
     assert ">1.000" in row.split("discussed-kappa", 1)[1].split("</td>")[0]  # bob revised item 1 to fault
+
+
+def test_after_discussion_the_command_api_and_dashboard_say_what_discussion_resolved_and_why(
+    world: World, client: Any, capsys: Any
+) -> None:
+    """#20 point 6: the share of disagreements resolved by discussion and by the adjudicator and the
+    count per cause, with the figures after discussion; on the dashboard per category too."""
+    from rest_framework.test import APIClient
+
+    from apps.annotation.models import Round
+    from apps.annotation.services import causes
+
+    services.reveal_round(world.study, 1, force=True)
+    services.revise_annotation(world.assignment("bob", 0), FAULT, world.bob)  # item 1 now agrees
+    round_ = Round.objects.get(study=world.study, number=1)
+    causes.set_cause(round_, world.items[0], world.bob, "slip", note="misread the trace")
+    expected = {
+        "1": {
+            "resolved_by_discussion": 1,
+            "adjudicated": 0,
+            "unresolved": 0,
+            "share_discussion": 1.0,
+            "share_adjudicator": 0.0,
+            "causes": {"slip": 1},
+        }
+    }
+
+    call_command("agreement", world.study.slug, "--round", "1", "--phase", "discussed", "--format", "json")
+    every = json.loads(capsys.readouterr().out)
+    assert all(report["discussion"] == expected for report in every.values())
+    call_command("agreement", world.study.slug, "--dimension", "type", "--format", "json")
+    assert "discussion" not in json.loads(capsys.readouterr().out)  # blind: no discussion yet
+
+    api = APIClient()
+    api.force_login(world.lead)
+    url = f"/api/v1/studies/{world.study.slug}/agreement/snapshots/"
+    body = api.post(url, {"dimension": "type", "round": 1, "phase": "discussed"}, format="json").json()
+    assert body["result"]["discussion"] == expected
+
+    client.force_login(world.lead)
+    dashboard = reverse("agreement:dashboard", kwargs={"slug": world.study.slug})
+    page = client.get(dashboard, {"dimension": "type", "round": "1"}).content.decode()
+    resolved = page.split('id="discussion-resolved"', 1)[1].split("</table>", 1)[0]
+    assert 'data-cause="slip">slip: 1</span>' in resolved and "1 (100 %)" in resolved
+    assert "Cohen's kappa after discussion" in page
+    fault = page.split('data-category="fault"', 1)[1].split("</tr>", 1)[0]
+    assert ">1.000" in fault.split("after-kappa", 1)[1]

@@ -27,7 +27,7 @@ from typing import Any
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
-from apps.adjudication.queries import discussion_outcomes
+from apps.adjudication.queries import discussion_outcome_data
 from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 from apps.annotation.models import Round, RoundItem
@@ -358,7 +358,7 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
         Round.objects.filter(study=study, revealed_at__isnull=False).values_list("number", flat=True)
     )
     discussed: dict[int, dict[str, dict[str, Any]]] = {number: {} for number in revealed}
-    outcomes = {o["round"].number: _outcome(o) for o in discussion_outcomes(study)} if revealed else {}
+    outcomes = discussion_outcome_data(study.pk) if revealed else {}
     for key in keys:
         ratings = load_study_ratings(study, dimension=key)
         rounds = [(r.number, r.name) for r in ratings.rounds]
@@ -398,18 +398,6 @@ def agreement_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
             for number, name in rounds
         ],
         "all_rounds": {k: reports[k][None] for k in keys},
-    }
-
-
-def _outcome(outcome: dict[str, Any]) -> dict[str, Any]:
-    """A revealed round's `discussion_outcomes` row as plain data (cause keys to counts)."""
-    return {
-        "resolved_by_discussion": outcome["resolved"],
-        "adjudicated": outcome["adjudicated"],
-        "unresolved": outcome["unresolved"],
-        "share_discussion": outcome["share_discussion"],
-        "share_adjudicator": outcome["share_adjudicator"],
-        "causes": {key: n for key, _, n in outcome["causes"]},
     }
 
 
