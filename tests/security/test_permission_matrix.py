@@ -16,7 +16,20 @@ from rest_framework.test import APIClient
 from apps.accounts.models import User
 from tests.api.world import World
 
-from .matrix import ADMIN_NAMESPACE, MATRIX, OK, REFUSALS, ROLES, expected
+from .matrix import (
+    ADMIN_NAMESPACE,
+    MATRIX,
+    OK,
+    REFUSALS,
+    ROLES,
+    Kwargs,
+    Rule,
+    api,
+    assignment,
+    expected,
+    item,
+    page,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -100,3 +113,77 @@ def test_status_for_every_role(name: str, method: str, world: World) -> None:
         if not good:
             wrong.append(f"{role}: expected {want}, got {got}")
     assert not wrong, f"{method} {url}: " + "; ".join(wrong)
+
+
+# --- After the reveal ----------------------------------------------------------------------------------
+# The world's round 1 revealed (forced: bob has not labelled item 2) and in discussion. Only the URLs whose
+# access the reveal changes are listed; everything else answers as above. Item 1 both annotators labelled;
+# item 2 only alice: its thread and cause stay closed to bob (403) until he labels it.
+def _thread(n: int) -> Kwargs:
+    return lambda w: {"slug": w.study.slug, "number": 1, "item_id": w.items[n].pk}
+
+
+AFTER_REVEAL: dict[str, tuple[str, Rule]] = {
+    "thread of an item both labelled": (
+        "annotation:thread",
+        page("member", "GET", "POST", kwargs=_thread(0)),
+    ),
+    "thread of an item bob has not labelled": (
+        "annotation:thread",
+        page("own_or_lead", "GET", "POST", kwargs=_thread(1)),
+    ),
+    "cause of an item both labelled": (
+        "annotation:cause",
+        page("member", "POST", kwargs=_thread(0), post=302),
+    ),
+    "cause of an item bob has not labelled": (
+        "annotation:cause",
+        page("own_or_lead", "POST", kwargs=_thread(1), post=302),
+    ),
+    "the round's labels side by side": (
+        "annotation:discussion",
+        page("member", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    ),
+    "API thread": ("api-item-thread", api("member", "GET", "POST", kwargs=item(0))),
+    "API revision": (
+        "api-assignment-revision",
+        api("own_or_lead", "GET", "POST", kwargs=assignment("alice", 0), write="own"),
+    ),
+    "close the discussion": (
+        "annotation:close-discussion",
+        page("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302),
+    ),
+}
+# Refused with a reason, not hidden: bob is one of item 2's annotators, its thread just is not open to him.
+AFTER_REVEAL_SPECIAL = {
+    ("thread of an item bob has not labelled", "other_annotator"): 403,
+    ("cause of an item bob has not labelled", "other_annotator"): 403,
+}
+
+
+def revealed_cases() -> Iterator[tuple[str, str]]:
+    for label, (_, rule) in AFTER_REVEAL.items():
+        for method in dict.fromkeys(("GET", *rule.methods)):
+            yield label, method
+
+
+@pytest.mark.parametrize(("label", "method"), list(revealed_cases()))
+def test_status_for_every_role_after_the_reveal(label: str, method: str, world: World) -> None:
+    from apps.annotation import services
+
+    services.reveal_round(world.study, 1, force=True, discussion=True)
+    name, rule = AFTER_REVEAL[label]
+    url = reverse(name, kwargs=rule.kwargs(world) or None) + rule.query
+    wrong = []
+    for role in ROLES:
+        want = expected(name, rule, method, role)
+        if method in rule.methods:  # a method the URL does not take is refused (405) before any access check
+            want = AFTER_REVEAL_SPECIAL.get((label, role), want)
+        with transaction.atomic():
+            response = client_for(role, world).generic(method, url)
+            transaction.set_rollback(True)
+        got = response.status_code
+        good = (got not in REFUSALS and got < 500) if want == OK else got == want
+        if not good:
+            wrong.append(f"{role}: expected {want}, got {got}")
+    assert not wrong, f"{label}: {method} {url}: " + "; ".join(wrong)
