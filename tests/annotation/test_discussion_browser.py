@@ -13,7 +13,7 @@ from apps.adjudication.models import Decision, Review, ReviewState
 from apps.agreement.ratings import load_study_ratings
 from apps.agreement.services import dimension_report
 from apps.annotation import services
-from tests.api.world import ALICE_MEMO, BOB_LABELS, World, build_world
+from tests.api.world import ALICE_MEMO, BOB_LABELS, BOB_MEMO, World, build_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -68,6 +68,8 @@ def test_reveal_discuss_revise_and_report_agreement_before_and_after(
 
     # Alice asks bob in item 1's thread; bob's queue shows the unread badge; he replies.
     alice = _log_in(browser, base, "alice")
+    alice.goto(f"{base}/studies/{slug}/rounds/1/discussion/")  # and she sees his, the other way round
+    assert BOB_MEMO in alice.inner_text("body")
     alice.goto(f"{base}/studies/{slug}/rounds/1/items/{world.items[0].pk}/thread/")
     alice.fill("#comment-body", "Why **howto**, @bob? The log shows a hang.")
     alice.click(".comment-form button[type=submit]")
@@ -81,6 +83,12 @@ def test_reveal_discuss_revise_and_report_agreement_before_and_after(
     bob.wait_for_selector("#thread:has-text('Revising')")
     alice.wait_for_selector("#thread:has-text('Revising')", timeout=15_000)  # polled, no reload
 
+    # Bob says why they disagreed: he misread the trace.
+    bob.select_option("#cause-key", "slip")
+    bob.fill("#cause-note", "misread the trace")
+    bob.click("#cause button[type=submit]:has-text('Save the cause')")
+    bob.wait_for_selector("#cause-now:has-text('Slip or misreading')")
+
     # Bob revises item 1 on the workbench: it agrees with alice now, decided as `discussed`.
     bob.goto(f"{base}/studies/{slug}/label/{world.assignment('bob', 0).pk}/")
     assert "is in discussion" in bob.inner_text("#wb-discussion")
@@ -93,6 +101,9 @@ def test_reveal_discuss_revise_and_report_agreement_before_and_after(
     assert Review.objects.get(item=world.items[1]).state == ReviewState.DISAGREEMENT  # goes to the lead
     lena.goto(f"{base}/studies/{slug}/disagreements/")
     assert "not resolved by discussion" in lena.inner_text("body")
+    assert (
+        lena.locator("#discussion-outcomes [data-cause=slip]").inner_text().strip() == "Slip or misreading: 1"
+    )
 
     # The dashboard: blind kappa as before the reveal, after-discussion kappa moved.
     lena.goto(f"{base}/studies/{slug}/agreement/")
