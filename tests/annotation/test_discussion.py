@@ -341,3 +341,14 @@ def test_a_decision_in_a_blind_round_is_not_shown_to_its_annotators(world: World
     client.force_login(world.bob)
     page = client.get(reverse("annotation:decided", kwargs={"slug": world.study.slug})).content.decode()
     assert "No decided item of a revealed round yet." in page
+
+
+def test_the_phase_shows_in_the_annotators_queue_and_on_the_workbench(world: World, client: Any) -> None:
+    client.force_login(world.bob)
+    queue = reverse("annotation:queue", args=[world.study.slug])
+    workbench = reverse("annotation:workbench", args=[world.study.slug, world.assignment("bob", 0).pk])
+    assert '<td class="round-phase">Blind labelling' in client.get(queue).content.decode()
+    _revealed(world)
+    page = client.get(queue).content.decode()
+    assert '<td class="round-phase">Discussion' in page and "see the labels" in page
+    assert "is in discussion" in client.get(workbench).content.decode()
