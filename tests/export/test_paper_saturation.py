@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Round
+from apps.export.paper import data
 from apps.export.paper import saturation as sat
 from tests.export.conftest import Labeller, small_codebook
 from tests.factories import ItemFactory
@@ -127,3 +128,25 @@ def test_the_text_report_gives_each_annotators_own_curve(timed: Study) -> None:
 def test_the_command_names_an_unknown_dimension(timed: Study) -> None:
     with pytest.raises(CommandError, match="no dimension 'nope'"):
         run(timed.slug, "--dimension", "nope", "--format", "json")
+
+
+@pytest.mark.django_db
+def test_only_categories_created_after_labelling_began_are_events_not_the_starting_codebook(
+    timed: Study,
+) -> None:
+    """The demo's saturation listed its whole starting codebook as "created during the study": every
+    category its first load added. Labelling started on version 1 here; version 2 added a code."""
+    from apps.taxonomy.models import ChangeKind, Codebook, CodebookChange, Dimension
+
+    book = Codebook.objects.get(study=timed)
+    symptom = Dimension.objects.get(codebook=book, key="symptom")
+    Annotation.objects.filter(assignment__study=timed).update(codebook_version=1)
+    at = datetime(2024, 3, 1, 3, 30, tzinfo=UTC)  # after items 1, 2 and 3 were first submitted
+    CodebookChange.objects.create(codebook=book, version=1, kind=ChangeKind.ADD, dimension=symptom,
+                                  after={"key": "segfault"}, at=datetime(2024, 2, 1, tzinfo=UTC))  # fmt: skip
+    CodebookChange.objects.create(codebook=book, version=2, kind=ChangeKind.ACCEPT, dimension=symptom,
+                                  after={"key": "deadlock"}, at=at)  # fmt: skip
+
+    result = data.saturation(timed, "symptom")
+
+    assert [(e.category, e.how, e.position) for e in result.events] == [("deadlock", "proposal", 3)]

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Min, QuerySet
 
 from apps.accounts.models import Study
 from apps.adjudication.models import DecisionValue
-from apps.annotation.models import LabelValue
+from apps.annotation.models import Annotation, LabelValue
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
 from apps.taxonomy.models import ChangeKind, CodebookChange
@@ -130,9 +130,19 @@ def saturation(
         for name, items in sorted(own.items())
     }
     times = [first[i].timestamp() for i in order]
+    # The codebook labelling started from: the oldest version a submitted annotation was made on. Its
+    # categories are the study's starting codebook, not "created during the study".
+    started_on = (
+        Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False)
+        .aggregate(v=Min("codebook_version"))["v"]
+        or 0
+    )
     changes = list(
         CodebookChange.objects.filter(
-            codebook__study=study, dimension__key=key, kind__in=list(CREATING_CHANGES)
+            codebook__study=study,
+            dimension__key=key,
+            kind__in=list(CREATING_CHANGES),
+            version__gt=started_on,
         )
         .order_by("at", "id")
         .values_list("at", "kind", "category__key", "after")
