@@ -156,6 +156,7 @@ def independent_count() -> pd.DataFrame:
     return pd.crosstab(pairs.stage, pairs.pattern)
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_tosem_stage_by_fix_pattern_crosstab_equals_an_independent_count_of_the_sheet(
     tosem_crosstab: dict[str, Any],
 ) -> None:
@@ -170,6 +171,7 @@ def test_the_tosem_stage_by_fix_pattern_crosstab_equals_an_independent_count_of_
     assert sum(map(sum, tosem_crosstab["counts"])) == int(expected.to_numpy().sum())
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_tosem_row_totals_are_the_published_fault_counts_per_stage(
     tosem_crosstab: dict[str, Any],
 ) -> None:

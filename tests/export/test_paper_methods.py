@@ -107,6 +107,7 @@ def paper(
     return {"dir": directory, "agreement": agreement, "message": out.getvalue()}
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_paper_folder_holds_methods_references_figures_and_tables(paper: dict[str, Any]) -> None:
     directory: Path = paper["dir"]
     for name in ("methods.md", "methods.tex", "references.bib"):
@@ -122,6 +123,7 @@ def test_the_paper_folder_holds_methods_references_figures_and_tables(paper: dic
     assert "Wrote" in paper["message"]
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_demo_methods_section_states_its_real_per_round_kappa(paper: dict[str, Any]) -> None:
     md = (paper["dir"] / "methods.md").read_text(encoding="utf-8")
     tex = (paper["dir"] / "methods.tex").read_text(encoding="utf-8")
@@ -154,6 +156,7 @@ def pdflatex() -> str:
     return found
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_demo_methods_tex_compiles_with_pdflatex(paper: dict[str, Any], tmp_path: Path) -> None:
     binary = pdflatex()
     work = tmp_path / "tex"
@@ -165,6 +168,7 @@ def test_the_demo_methods_tex_compiles_with_pdflatex(paper: dict[str, Any], tmp_
     assert pdf.startswith(b"%PDF-") and len(pdf) > 10_000
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_every_figure_is_a_valid_svg_and_pdf_sized_for_a_column(paper: dict[str, Any]) -> None:
     figures = sorted((paper["dir"] / "figures").iterdir())
     assert figures

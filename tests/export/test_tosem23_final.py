@@ -71,6 +71,7 @@ def packages(
     return Packages(files(directory / "original.zip"), files(directory / "again.zip"))
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_package_reproduces_the_published_fault_counts(packages: Packages) -> None:
     text = packages.original["taxonomy_counts.md"].decode("utf-8")
     symptoms = markdown_rows(text, "symptom")
@@ -90,6 +91,7 @@ def test_the_package_reproduces_the_published_fault_counts(packages: Packages) -
     assert total(kinds["**All findings**"]) == 1131
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_counts_per_source_add_up_to_the_total(packages: Packages) -> None:
     text = packages.original["taxonomy_counts.md"].decode("utf-8")
     for name, cells in markdown_rows(text, "symptom").items():
@@ -97,6 +99,7 @@ def test_counts_per_source_add_up_to_the_total(packages: Packages) -> None:
         assert github + stackoverflow == both, name
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_latex_table_holds_the_same_counts(packages: Packages) -> None:
     tex = packages.original["taxonomy_counts.tex"].decode("utf-8")
     symptom = tex.split(r"\label{tab:taxonomy-symptom}", 1)[1].split(r"\end{table}", 1)[0]
@@ -111,6 +114,7 @@ def test_the_latex_table_holds_the_same_counts(packages: Packages) -> None:
     assert rows["All findings"][5] == "637"
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_the_dataset_holds_every_finding_of_the_final_sheet(packages: Packages) -> None:
     package = packages.original
     lines = list(csv.reader(io.StringIO(package["dataset.csv"].decode("utf-8"))))
@@ -126,6 +130,7 @@ def test_the_dataset_holds_every_finding_of_the_final_sheet(packages: Packages) 
     assert manifest["counts"] == {"items": 1070, "decided_items": 1070, "findings": 1131, "annotations": 0}
 
 
+@pytest.mark.django_db  # the module fixture needs the test database set up (run alone too)
 def test_export_import_export_is_byte_identical_on_the_dataset_files(packages: Packages) -> None:
     first, second = packages.original, packages.again
     for name in DATASET_FILES:
