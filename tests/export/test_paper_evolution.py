@@ -67,6 +67,7 @@ def test_still_right_takes_an_item_off_the_worklist_until_a_later_change(
     page = lead_client.get(reverse("export:paper", args=[labelled.slug])).content.decode()
     assert "it was redefined at v2" in page and "Still right" in page
     item = Item.objects.get(study=labelled, url=url)
+    assert f'<a href="{reverse("corpus:item-detail", args=[labelled.slug, item.pk])}">{url}</a>' in page
     response = lead_client.post(reverse("export:paper-still-right", args=[labelled.slug, item.pk]))
     assert response.status_code == 302
     assert rereview_worklist(labelled) == []
