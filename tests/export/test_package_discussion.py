@@ -122,3 +122,43 @@ def test_the_package_counts_the_causes_and_what_discussion_resolved_and_import_s
         "bob",
     )
     assert cause.category.dimension.codebook.study == restored  # type: ignore[union-attr]
+
+
+def test_the_methods_section_reports_what_discussion_resolved_and_compiles(
+    world: World, tmp_path: Path
+) -> None:
+    """#22 point 6: the discussion's outcome, the causes given and kappa before and after, in the prose,
+    traced to agreement.json, and cited in the LaTeX, which pdflatex compiles."""
+    import subprocess
+
+    from apps.export.package.build import agreement_data
+    from apps.export.paper import data, methods
+    from apps.export.paper.facts import methods_data
+    from apps.taxonomy.index import CodebookIndex
+    from tests.export.test_paper_methods import pdflatex
+
+    index = CodebookIndex.for_study(world.study)
+    facts = methods_data(
+        world.study,
+        index,
+        agreement_data(world.study, index),
+        [data.saturation(world.study, d.key, index=index) for d in index.dimensions],
+    )
+    text = methods.to_markdown(facts)
+
+    assert "## Discussion of disagreements" in text
+    assert (
+        "In round 1, discussion resolved 1 of 1 disagreements (100%), the adjudicator decided 0 (0%)." in text
+    )
+    assert "The causes given were 1 codebook gap." in text
+    assert "Cohen's kappa after discussion went *Issue type* from 0.000 to 1.000" in text
+    latex = methods.to_latex(facts)
+    assert r"Garrison et al. 2006~\cite{garrison2006}" in latex and "@article{garrison2006," in methods.BIBTEX
+    binary = pdflatex()  # installed by make test (make texlive), else skipped saying how to install it
+    (tmp_path / "methods.tex").write_text(latex, encoding="utf-8")
+    (tmp_path / "references.bib").write_text(methods.BIBTEX, encoding="utf-8")
+    run = subprocess.run(
+        [binary, "-interaction=nonstopmode", "-halt-on-error", "methods.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]

@@ -133,8 +133,9 @@ def saturation(
     # The codebook labelling started from: the oldest version a submitted annotation was made on. Its
     # categories are the study's starting codebook, not "created during the study".
     started_on = (
-        Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False)
-        .aggregate(v=Min("codebook_version"))["v"]
+        Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False).aggregate(
+            v=Min("codebook_version")
+        )["v"]
         or 0
     )
     changes = list(

@@ -18,7 +18,8 @@ from django.db.models import Count
 
 from apps.accounts.models import Study
 from apps.adjudication.models import Decision, DecisionFinding, Provenance
-from apps.annotation.models import Assignment
+from apps.adjudication.queries import discussion_outcome_data
+from apps.annotation.models import Assignment, Cause
 from apps.corpus.models import Item, Relevance
 from apps.export.package.build import agreement_data, sampling_data
 from apps.export.rows import gold_count_tables
@@ -143,7 +144,41 @@ def methods_data(
         findings=DecisionFinding.objects.filter(decision__study=study, decision__is_current=True).count(),
         figures=figures,
         tables=tables,
+        extra_sections=tuple(
+            section
+            for section in (methods.discussion_section(_discussion_facts(study, agreement, names)),)
+            if section
+        ),
     )
+
+
+def _discussion_facts(
+    study: Study, agreement: Mapping[str, Any], names: Mapping[str, str]
+) -> list[methods.DiscussionFacts]:
+    """Each revealed round's outcomes (adjudication's `discussion_outcome_data`) and its kappa blind and
+    after discussion (agreement.json's `dimensions` and `discussed`)."""
+    rounds = {r["round"]: r for r in agreement.get("rounds", [])}
+    causes = dict(Cause.objects.filter(study=study).values_list("key", "name"))
+    facts = []
+    for number, outcome in sorted(discussion_outcome_data(study.pk).items()):
+        r = rounds.get(number, {})
+        after = r.get("discussed", {})
+        kappa = tuple(
+            (names.get(key, key), report.get("cohen_kappa"), after[key].get("cohen_kappa"))
+            for key, report in r.get("dimensions", {}).items()
+            if key in after and "error" not in report and "error" not in after[key]
+        )
+        facts.append(
+            methods.DiscussionFacts(
+                number,
+                outcome["resolved_by_discussion"],
+                outcome["adjudicated"],
+                outcome["unresolved"],
+                tuple((causes.get(key, key).lower(), n) for key, n in outcome["causes"].items()),
+                kappa,
+            )
+        )
+    return facts
 
 
 def _write(path: Path, content: bytes | str) -> None:

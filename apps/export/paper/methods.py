@@ -222,6 +222,63 @@ def adjudication_section(d: MethodsData) -> Section:
     return Section("adjudication", "Adjudication", (Paragraph(text, "dataset.csv (provenance)"),))
 
 
+@dataclass(frozen=True)
+class DiscussionFacts:
+    """A revealed round: what its discussion resolved, the causes given, and kappa before and after."""
+
+    round: int
+    resolved: int
+    adjudicated: int
+    unresolved: int
+    causes: tuple[tuple[str, int], ...]
+    kappa: tuple[tuple[str, float | None, float | None], ...] = ()
+    """(dimension, blind kappa, kappa after discussion)."""
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "0%"
+
+
+def discussion_section(rounds: Sequence[DiscussionFacts]) -> Section | None:
+    """Disagreements resolved by discussion and by the adjudicator, per revealed round (None without one)."""
+    if not rounds:
+        return None
+    paragraphs = [
+        Paragraph(
+            "After blind labelling, a round was revealed: its blind labels were frozen, and its annotators "
+            "saw each other's labels, discussed each disagreement and could revise their own labels; items "
+            "whose revised labels agreed were decided as *discussed*, and a lead adjudicated the rest. "
+            "Agreement is reported on the blind labels unless stated otherwise (negotiated agreement, "
+            "Garrison et al. 2006).",
+            "discussion.json",
+        )
+    ]
+    for r in rounds:
+        total = r.resolved + r.adjudicated + r.unresolved
+        text = (
+            f"In round {r.round}, discussion resolved {r.resolved} of {total} disagreements "
+            f"({_percent(r.resolved, total)}), the adjudicator decided {r.adjudicated} "
+            f"({_percent(r.adjudicated, total)})"
+            + (f" and {r.unresolved} were still open" if r.unresolved else "")
+            + "."
+        )
+        if r.causes:
+            text += f" The causes given were {_count_list(r.causes)}."
+        moved = [
+            f"*{dimension}* from {_n(blind)} to {_n(after)}"
+            for dimension, blind, after in r.kappa
+            if after is not None
+        ]
+        if moved:
+            text += f" Cohen's kappa after discussion went {_count_words(moved)}."
+        paragraphs.append(Paragraph(text, f"agreement.json (round {r.round}: discussion, discussed)"))
+    return Section("discussion", "Discussion of disagreements", tuple(paragraphs))
+
+
+def _count_words(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def sections(d: MethodsData) -> list[Section]:
     """The sections in order: data, labelling, agreement, codebook, adjudication, then the extra ones."""
     return [
@@ -283,6 +340,8 @@ def to_latex(d: MethodsData, *, standalone: bool = True) -> str:
                 text = text.replace(
                     "Guest, Namey and Chen, 2020", r"Guest, Namey and Chen, 2020~\cite{guest2020}"
                 )
+            if section.key == "discussion" and "Garrison et al. 2006" in p.text:
+                text = text.replace("Garrison et al. 2006", r"Garrison et al. 2006~\cite{garrison2006}")
             if section.key == "agreement" and p is section.paragraphs[0]:
                 text += r" Coefficients follow \cite{cohen1960,fleiss1971,krippendorff2004,gwet2008}."
             body += [text, *([f"% Source: {p.source}"] if p.source else []), ""]
@@ -365,5 +424,16 @@ BIBTEX = r"""@article{guest2020,
   pages   = {29--48},
   year    = {2008},
   doi     = {10.1348/000711006X126600}
+}
+
+@article{garrison2006,
+  author  = {Garrison, D. R. and Cleveland-Innes, M. and Koole, Marguerite and Kappelman, James},
+  title   = {Revisiting methodological issues in transcript analysis: Negotiated coding and reliability},
+  journal = {The Internet and Higher Education},
+  volume  = {9},
+  number  = {1},
+  pages   = {1--8},
+  year    = {2006},
+  doi     = {10.1016/j.iheduc.2005.11.001}
 }
 """
