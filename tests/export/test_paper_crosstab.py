@@ -53,10 +53,12 @@ def test_the_renderings_hold_every_count_and_total() -> None:
     assert rows[0] == ["R", "C", "count", "row_share_percent", "col_share_percent"]
     assert ["A", "x", "2", "100.0", "100.0"] in rows and ["Total", "Total", "3", "", ""] in rows
     markdown = ct.to_markdown(table)
-    assert "| A | 2 (100.0 %) | 1 (50.0 %) | 2 |" in markdown and "| **Total** | 2 | 2 | 3 |" in markdown
+    assert "| A | 2 (100.0 %, 100.0 %) | 1 (50.0 %, 50.0 %) | 2 |" in markdown
+    assert "| **Total** | 2 | 2 | 3 |" in markdown and "| B | 0 | 1 (100.0 %, 50.0 %) | 1 |" in markdown
     latex = ct.to_latex(table, caption="R by C & more")
     assert r"\toprule" in latex and r"\bottomrule" in latex and r"R by C \& more" in latex
-    assert r"A & 2 & 1 & 2 \\" in latex
+    assert r"A & 2 (100.0\%, 100.0\%) & 1 (50.0\%, 50.0\%) & 2 \\" in latex
+    assert "share of the row's total, share of the column's total" in latex
 
 
 # --- On a study ----------------------------------------------------------------------------------------

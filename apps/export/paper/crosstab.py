@@ -128,29 +128,36 @@ def _md(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
+def _cell(table: CrossTab, i: int, j: int, percent: str) -> str:
+    """A cell as ``count (row share, column share)``; an empty cell as 0."""
+    n = table.counts[i][j]
+    if not n:
+        return "0"
+    return f"{n} ({_percent(table.row_share(i, j))}{percent}, {_percent(table.col_share(i, j))}{percent})"
+
+
 def to_markdown(table: CrossTab, *, title: str = "") -> str:
-    """Counts with the row share in brackets, the totals in the last row and column."""
+    """Counts with the row and column shares in brackets, the totals in the last row and column."""
     lines = [f"## {_md(title)}", ""] if title else []
     header = [f"{_md(table.row_label)} \\ {_md(table.col_label)}", *(_md(c) for c in table.cols), "Total"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|:---|" + "---:|" * (len(header) - 1))
     for i, r in enumerate(table.rows):
-        cells = [
-            f"{table.counts[i][j]} ({_percent(table.row_share(i, j))} %)" if table.counts[i][j] else "0"
-            for j in range(len(table.cols))
-        ]
+        cells = [_cell(table, i, j, " %") for j in range(len(table.cols))]
         lines.append("| " + " | ".join([_md(r), *cells, str(table.row_totals[i])]) + " |")
     lines.append("| **Total** | " + " | ".join([*map(str, table.col_totals), str(table.total)]) + " |")
     lines += [
         "",
-        "Cells: count (share of the row's total). A finding with several values counts once in each.",
+        "Cells: count (share of the row's total, share of the column's total). A finding with several "
+        "values counts once in each.",
         "",
     ]
     return "\n".join(lines)
 
 
 def to_latex(table: CrossTab, *, caption: str = "", label: str = "") -> str:
-    """A booktabs table (``\\usepackage{booktabs}``): counts, totals in the last row and column."""
+    """A booktabs table (``\\usepackage{booktabs}``): counts with their row and column shares, totals in
+    the last row and column."""
     spec = "l" + "r" * (len(table.cols) + 1)
     head = " & ".join([latex_escape(table.row_label), *(latex_escape(c) for c in table.cols), "Total"])
     lines = [
@@ -165,14 +172,14 @@ def to_latex(table: CrossTab, *, caption: str = "", label: str = "") -> str:
         r"\midrule",
     ]
     for i, r in enumerate(table.rows):
-        lines.append(
-            " & ".join([latex_escape(r), *map(str, table.counts[i]), str(table.row_totals[i])]) + r" \\"
-        )
+        cells = [_cell(table, i, j, r"\%") for j in range(len(table.cols))]
+        lines.append(" & ".join([latex_escape(r), *cells, str(table.row_totals[i])]) + r" \\")
     lines += [
         r"\midrule",
         " & ".join(["Total", *map(str, table.col_totals), str(table.total)]) + r" \\",
         r"\bottomrule",
         r"\end{tabular}",
+        r"\par\smallskip Cells: count (share of the row's total, share of the column's total).",
         r"\end{table}",
         "",
     ]
