@@ -40,8 +40,8 @@ def current_snapshot(request: HtmxHttpRequest, study: Study, level: int | None) 
 def table(request: HtmxHttpRequest, slug: str, name: str, fmt: str) -> HttpResponse:
     study, _ = access_study(request.user, slug, lead=True)
     if name not in tables.TABLES or fmt not in CONTENT_TYPES:
-        raise Http404("no such table or format: tables are summary, rounds, categories, pairs, confusion; "
-                      "formats csv, md, tex")  # fmt: skip
+        raise Http404("no such table or format: tables are summary, rounds, categories, pairs, confusion, "
+                      "discussion; formats csv, md, tex")  # fmt: skip
     level = level_param(request.GET.get("level"))
     snapshot = current_snapshot(request, study, level)
     if snapshot is None or not snapshot.result.get("dimensions"):
@@ -65,6 +65,8 @@ def _build(
     result = snapshot.result
     if name == "summary":
         return tables.summary_table(result)
+    if name == "discussion":
+        return tables.discussion_table(result)
     by_key = {d["key"]: d for d in result["dimensions"]}
     chosen = by_key.get(request.GET.get("dimension", ""), result["dimensions"][0])
     scope = request.GET.get("round", ALL_ROUNDS)

@@ -12,7 +12,7 @@ from typing import Any
 
 from apps.core.tables import Cell, Table
 
-from .presenter import ScopeFigures, present, scope_figures
+from .presenter import ScopeFigures, overall, present, scope_figures
 
 METRICS: tuple[tuple[str, str], ...] = (
     ("percent_agreement", "% agreement"),
@@ -27,7 +27,7 @@ SET_METRICS: tuple[tuple[str, str], ...] = (
 )
 COUNT_COLUMNS = ("items compared (n)", "items rated", "annotators", "ratings")
 CI_COLUMNS = ("α 95% CI low", "α 95% CI high")  # noqa: RUF001
-TABLES = ("summary", "rounds", "categories", "pairs", "confusion")
+TABLES = ("summary", "rounds", "categories", "pairs", "confusion", "discussion")
 """The dashboard's downloadable tables, by the name in their URL."""
 
 
@@ -108,6 +108,32 @@ def pairs_table(title: str, report: Mapping[str, Any]) -> Table:
         (f"{p.a} · {p.b}", p.n, p.percent_agreement.value, p.cohen_kappa.value) for p in present(report).pairs
     ]
     return Table(title, ("Annotators", "items", "% agreement", "Cohen κ"), tuple(rows))
+
+
+def discussion_table(result: Mapping[str, Any]) -> Table:
+    """Each revealed round's Cohen's kappa and Krippendorff's alpha, blind and after discussion, per
+    dimension (the dashboard's "Before and after discussion")."""
+    names = {d["key"]: d["name"] for d in result["dimensions"]}
+    rows: list[tuple[Cell, ...]] = []
+    for d in result["dimensions"]:
+        for number, after in sorted(
+            (result.get("discussed") or {}).get(d["key"], {}).items(), key=lambda kv: int(kv[0])
+        ):
+            blind = d["reports"].get(number)
+            if blind is None:
+                continue
+            rows.append(
+                (
+                    names[d["key"]],
+                    number,
+                    overall(blind, "cohen_kappa").value,
+                    overall(after, "cohen_kappa").value,
+                    overall(blind, "krippendorff_alpha").value,
+                    overall(after, "krippendorff_alpha").value,
+                )
+            )
+    columns = ("Dimension", "Round", "Cohen κ blind", "Cohen κ after", "α blind", "α after")  # noqa: RUF001
+    return Table("Agreement before and after discussion", columns, tuple(rows))
 
 
 def confusion_table(

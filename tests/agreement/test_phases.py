@@ -148,3 +148,19 @@ def test_after_discussion_the_command_api_and_dashboard_say_what_discussion_reso
     assert "Cohen's kappa after discussion" in page
     fault = page.split('data-category="fault"', 1)[1].split("</tr>", 1)[0]
     assert ">1.000" in fault.split("after-kappa", 1)[1]
+
+
+def test_the_before_and_after_table_downloads_with_the_pages_figures(world: World, client: Any) -> None:
+    import csv
+    import io
+
+    services.reveal_round(world.study, 1, force=True)
+    services.revise_annotation(world.assignment("bob", 0), FAULT, world.bob)
+    client.force_login(world.lead)
+    page = client.get(reverse("agreement:dashboard", kwargs={"slug": world.study.slug})).content.decode()
+    for fmt in ("csv", "md", "tex"):
+        assert f"/agreement/tables/discussion.{fmt}?" in page
+    url = reverse("agreement:table", args=[world.study.slug, "discussion", "csv"])
+    rows = list(csv.DictReader(io.StringIO(client.get(url).content.decode())))
+    line = next(r for r in rows if r["Round"] == "1" and r["Dimension"] == "Issue type")
+    assert float(line["Cohen κ blind"]) == 0.0 and float(line["Cohen κ after"]) == 1.0
