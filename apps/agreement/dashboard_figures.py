@@ -328,5 +328,15 @@ def _confusion(
                 + urlencode({"dimension": dimension, "round": scope, "level": level or "", "a": a, "b": b})
                 for fmt in ("csv", "md", "tex")
             },
+            # the Paper screen draws it as a figure (SVG, PDF) from the same query
+            "figure_query": urlencode(
+                {
+                    "dimension": dimension,
+                    "round": "" if scope == ALL_ROUNDS else scope,
+                    "level": level or "",
+                    "a": a,
+                    "b": b,
+                }
+            ),
         },
     }

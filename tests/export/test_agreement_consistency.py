@@ -134,6 +134,17 @@ def test_the_dashboard_links_each_table_download(labelled: Study, lead_client: C
             assert f"/agreement/tables/{name}.{fmt}?" in html, (name, fmt)
 
 
+def test_the_dashboards_confusion_matrix_downloads_as_a_figure(labelled: Study, lead_client: Client) -> None:
+    html = lead_client.get(reverse("agreement:dashboard", args=[labelled.slug])).content.decode()
+    figure = html.split('id="confusion-figure"', 1)[1].split("</p>", 1)[0]
+    for fmt, magic in (("svg", b"<?xml"), ("pdf", b"%PDF-")):
+        href = figure.split('href="', 1)[1] if fmt == "svg" else figure.split('href="')[2]
+        url = href.split('"', 1)[0].replace("&amp;", "&")
+        assert f"/paper/figures/confusion.{fmt}?" in url
+        response = lead_client.get(url)
+        assert response.status_code == 200 and response.content.startswith(magic), response.content[:200]
+
+
 def test_a_confusion_download_without_two_annotators_is_refused_by_name(
     labelled: Study, lead_client: Client
 ) -> None:
