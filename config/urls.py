@@ -15,6 +15,7 @@ urlpatterns = [
     path("studies/<slug:slug>/", include("apps.corpus.urls")),
     path("studies/<slug:slug>/", include("apps.taxonomy.urls")),
     path("studies/<slug:slug>/", include("apps.annotation.urls")),
+    path("studies/<slug:slug>/", include("apps.raters.urls")),
     path("studies/<slug:slug>/", include("apps.agreement.urls")),
     path("studies/<slug:slug>/", include("apps.adjudication.urls")),
     path("studies/<slug:slug>/", include("apps.quality.urls")),

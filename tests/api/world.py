@@ -167,6 +167,15 @@ def add_jobs(world: World) -> World:
     world.extras["comment"] = Comment.objects.create(
         round=world.round, item=world.items[0], author=world.alice, body="hmm", body_html="<p>hmm</p>"
     )
+    from apps.raters.runs import create_model_run
+    from apps.raters.services import RaterSettings, add_model_rater
+
+    # a model rater whose server is never asked (its run is recorded, never sent)
+    settings = RaterSettings(kind="openai", base_url="http://127.0.0.1:9/v1", model="never-asked")
+    world.extras["model_rater"] = add_model_rater(study, "llm", settings, actor=world.lead)
+    world.extras["model_run"] = create_model_run(
+        study, world.extras["model_rater"], round_number=1, actor=world.lead
+    )
     return world
 
 

@@ -204,6 +204,11 @@ MATRIX: dict[str, Rule] = {
     "export:download": page("lead", kwargs=extra("done_export")),
     "export:paper": page("lead", kwargs=study),
     "quality:quality": page("lead", kwargs=study),
+    "raters:models": page("lead", kwargs=study),
+    "raters:rater-add": page("lead", "POST", kwargs=study, post=400),  # an empty form: refused, named
+    "raters:run-start": page("lead", "POST", kwargs=extra("model_rater"), post=400),
+    "raters:run": page("lead", kwargs=extra("model_run")),
+    "raters:run-cancel": page("lead", "POST", kwargs=extra("model_run"), post=302),
     "quality:csv": page("lead", kwargs=study),
     "export:paper-figure": page(
         "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK

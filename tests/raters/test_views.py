@@ -1,0 +1,121 @@
+"""The Models screen (#21): a lead adds a model rater in the browser, starts a run on a round against a
+local fake OpenAI-compatible server, watches its row (polled) and cancels a run; annotators never reach
+any of it, and a key is never asked for, only the name of its variable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from apps.accounts.models import Study, User
+from apps.core.models import JobStatus
+from apps.corpus.models import Item
+from apps.raters import client as model_client
+from apps.raters.models import ModelRater, ModelRun
+from apps.raters.runs import create_model_run
+from apps.taxonomy.models import Codebook
+from tests.agreement.conftest import Annotate
+from tests.conftest import login
+from tests.raters.fake_openai import FakeServer, fake_server
+from tests.raters.test_runs import answer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    monkeypatch.setattr(model_client, "sleep", lambda seconds: None)
+    with fake_server(FakeServer(answer=answer)) as running:
+        yield running
+
+
+@pytest.fixture
+def round_items(
+    study: Study, codebook: Codebook, items: list[Item], annotate: Annotate, annotator_a: User
+) -> list[Item]:
+    for item in items:
+        annotate(1, item, annotator_a, [{"kind": ["bug"]}], submitted=False)
+    return items
+
+
+def _add(client: Client, study: Study, server: FakeServer, **fields: Any) -> Any:
+    data = {"name": "gpt", "kind": "openai", "base_url": server.url, "model": "gpt-test",
+            "api_key_env": "FAKE_KEY", "temperature": "0", "samples": "1", "concurrency": "2",
+            "timeout": "10", **fields}  # fmt: skip
+    return client.post(reverse("raters:rater-add", args=[study.slug]), data)
+
+
+def test_a_lead_adds_a_rater_and_runs_it_on_a_round_and_its_row_shows_the_counts(
+    client: Client, study: Study, lead: User, round_items: list[Item], server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("FAKE_KEY", "sk-fake-secret-123")
+    login(client, lead)
+    assert _add(client, study, server).status_code == 302
+    rater = ModelRater.objects.get(study=study, name="gpt")
+    assert (rater.model, rater.api_key_env) == ("gpt-test", "FAKE_KEY") and rater.host.startswith(
+        "127.0.0.1:"
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):  # the run goes to the worker on commit
+        response = client.post(
+            reverse("raters:run-start", args=[study.slug, rater.pk]), {"scope": "round", "round": "1"}
+        )
+
+    assert response.status_code == 302
+    run = ModelRun.objects.get(rater=rater)  # tests run tasks eagerly: the run is done
+    assert run.status == JobStatus.SUCCEEDED and run.asked == len(round_items), run.message
+    page = client.get(reverse("raters:models", args=[study.slug])).content.decode()
+    assert 'data-rater="gpt"' in page and f'id="model-run-{run.pk}" data-status="succeeded"' in page
+    assert "sk-fake-secret-123" not in page
+    row = client.get(reverse("raters:run", args=[study.slug, run.pk]), headers={"HX-Request": "true"})
+    assert row.content.decode().lstrip().startswith(f'<tr id="model-run-{run.pk}"')
+
+
+def test_bad_settings_and_a_bad_scope_are_named_and_nothing_is_written(
+    client: Client, study: Study, lead: User, round_items: list[Item], server: FakeServer
+) -> None:
+    login(client, lead)
+    response = _add(client, study, server, base_url="ftp://nowhere", name="bad one")
+    text = response.content.decode()
+    assert response.status_code == 400 and "the base URL must be an http:// or https:// URL" in text
+    assert "the name must be 1 to 64 letters" in text and not ModelRater.objects.exists()
+
+    _add(client, study, server)
+    rater = ModelRater.objects.get()
+    response = client.post(
+        reverse("raters:run-start", args=[study.slug, rater.pk]), {"scope": "round", "round": "9"}
+    )
+    assert response.status_code == 400 and "has no round 9 (rounds: 1)" in response.content.decode()
+    response = client.post(
+        reverse("raters:run-start", args=[study.slug, rater.pk]), {"scope": "sample", "sample_size": "3"}
+    )
+    assert response.status_code == 400 and "a sample needs its seed" in response.content.decode()
+    assert not ModelRun.objects.exists()
+
+
+def test_a_lead_cancels_a_queued_run(
+    client: Client, study: Study, lead: User, round_items: list[Item], server: FakeServer
+) -> None:
+    login(client, lead)
+    _add(client, study, server)
+    run = create_model_run(study, ModelRater.objects.get(), round_number=1, actor=lead)  # recorded, not sent
+    page = client.get(reverse("raters:models", args=[study.slug])).content.decode()
+    assert f'hx-get="{reverse("raters:run", args=[study.slug, run.pk])}"' in page  # queued: polled
+
+    client.post(reverse("raters:run-cancel", args=[study.slug, run.pk]))
+
+    run.refresh_from_db()
+    assert run.status == JobStatus.CANCELLED and run.cancel_requested
+
+
+def test_annotators_and_outsiders_never_reach_the_models_screen(
+    client: Client, study: Study, annotator_a: User, outsider: User
+) -> None:
+    url = reverse("raters:models", args=[study.slug])
+    assert login(client, annotator_a).get(url).status_code == 403
+    assert login(client, outsider).get(url).status_code == 404
