@@ -66,7 +66,7 @@ def comment(n: int, c: int) -> dict[str, Any]:
 
 class FakeGitHub:
     """`/repos/ex/repo/issues?page=N` (PER_PAGE issues a page, `delay` seconds each, Link pagination)
-    and `/repos/ex/repo/issues/N/comments`, on 127.0.0.1 only."""
+    and `/repos/ex/repo/issues/N/comments` and `/timeline` (empty), on 127.0.0.1 only."""
 
     def __init__(self, delay: float) -> None:
         fake = self
@@ -97,6 +97,8 @@ class FakeGitHub:
         elif parts.path.startswith("/repos/ex/repo/issues/") and parts.path.endswith("/comments"):
             n = int(parts.path.split("/")[-2])
             body = [comment(n, c) for c in range(1, n % 3 + 1)]
+        elif parts.path.startswith("/repos/ex/repo/issues/") and parts.path.endswith("/timeline"):
+            body = []  # fix evidence: no linked pull request or commit (its own tests are in tests/corpus)
         else:
             request.send_response(404)
             request.end_headers()
