@@ -218,6 +218,7 @@ if EMAIL_NOTIFICATIONS:
         "password": _email.get("EMAIL_HOST_PASSWORD"),
         "use_tls": _email.get("EMAIL_USE_TLS"),
         "use_ssl": _email.get("EMAIL_USE_SSL"),
+        "timeout": 10,  # seconds: a mail server that hangs never holds a comment's request for long
     }
     MAILERS = {
         "default": {
@@ -227,6 +228,19 @@ if EMAIL_NOTIFICATIONS:
     }
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="taxonomist@localhost")
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+# Environment variables a lead may name, in the browser, as a model rater's API key (the worker sends the
+# key to the rater's server); any variable named MODEL_KEY_... too. The command line may name any.
+MODEL_API_KEY_ENVS = env.list(
+    "MODEL_API_KEY_ENVS",
+    default=[
+        "OPENAI_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "TOGETHER_API_KEY",
+        "GROQ_API_KEY",
+    ],
+)
 
 GITLAB_API_URLS = env.list("GITLAB_API_URLS", default=["https://gitlab.com/api/v4"])
 

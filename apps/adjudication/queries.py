@@ -19,6 +19,7 @@ from django.db.models.functions import Coalesce
 from apps.accounts.models import Study, User
 from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from apps.annotation.phases import discusses
 from apps.annotation.services.causes import cause_counts
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
@@ -389,11 +390,17 @@ def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
 
 
 def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
-    """Per revealed round: items its discussion resolved (current decisions ``discussed``), items it did
-    not (open disagreements, waiting for the lead) and items the lead decided (``adjudicated``), each
-    kind's share of the three together, and how many items carry each cause of disagreement
-    (`annotation.services.causes`). Three queries."""
-    revealed = list(Round.objects.filter(study=study, revealed_at__isnull=False).order_by("number"))
+    """Per revealed round that discussed (not one revealed straight to adjudication): items its discussion
+    resolved (current decisions ``discussed``), items it did not (open disagreements, waiting for the
+    lead) and items the lead decided (``adjudicated``), each kind's share of the three together, and how
+    many items carry each cause of disagreement (`annotation.services.causes`). Three queries."""
+    revealed = [
+        r
+        for r in Round.objects.filter(study=study, revealed_at__isnull=False)
+        .select_related("study")
+        .order_by("number")
+        if discusses(r)  # a round revealed straight to adjudication had no discussion to report
+    ]
     if not revealed:
         return []
     ids = [r.pk for r in revealed]

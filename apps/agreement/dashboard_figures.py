@@ -245,7 +245,14 @@ def _outcomes(study: Study, result: dict[str, Any], labels: dict[str, str]) -> l
     if not result.get("discussed"):
         return []
     return [
-        {"round": number, "label": labels.get(str(number), str(number)), **outcome}
+        {
+            "round": number,
+            "label": labels.get(str(number), str(number)),
+            **outcome,
+            "causes": sorted(
+                outcome["causes"].items()
+            ),  # pairs: a cause keyed "items" must not shadow .items
+        }
         for number, outcome in sorted(discussion_outcomes(study.pk).items())
     ]
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import binomtest
+from scipy.stats import false_discovery_control, fisher_exact
 
 from apps.agreement.metrics import RatingTable, cohen_kappa
 
@@ -270,8 +270,10 @@ def annotator_rows(
 class CategoryUse:
     """How often an annotator chose a category, against the other annotators of the same dimension.
 
-    ``p_value``: exact two-sided binomial test of ``count`` out of ``n`` against the others' share;
-    ``tendency`` is ``over`` or ``under`` when p < 0.05, else ``""``."""
+    ``p_value``: Fisher's exact test (two-sided) of the annotator's judgements with and without the
+    category against the other annotators'; ``q_value``: Benjamini-Hochberg adjusted over every test of
+    the dimension (each annotator and category); ``tendency`` is ``over`` or ``under`` when q < 0.05,
+    else ``""``. *Pending* is not a category and is not tested."""
 
     annotator: str
     dimension: str
@@ -281,12 +283,14 @@ class CategoryUse:
     share: float
     others_share: float
     p_value: float | None
+    q_value: float | None
     tendency: str
 
 
 def category_use(judgements: Iterable[Judgement]) -> list[CategoryUse]:
     """Per dimension, annotator and category used by anyone: the annotator's share of judgements that chose
-    it against the pooled share of every other annotator (reliability judgements only)."""
+    it against the pooled share of every other annotator (reliability judgements only), tested as
+    `CategoryUse` says."""
     by_dimension: dict[str, dict[str, list[frozenset[str]]]] = defaultdict(lambda: defaultdict(list))
     for j in judgements:
         if not j.gold:
@@ -294,33 +298,26 @@ def category_use(judgements: Iterable[Judgement]) -> list[CategoryUse]:
     uses: list[CategoryUse] = []
     for dimension, per_annotator in sorted(by_dimension.items()):
         counts = {a: Counter(c for value in values for c in value) for a, values in per_annotator.items()}
-        categories = sorted({c for counter in counts.values() for c in counter})
+        categories = sorted({c for counter in counts.values() for c in counter} - {PENDING})
+        rows: list[tuple[str, str, int, int, int, int]] = []
         for annotator, values in sorted(per_annotator.items()):
             others_n = sum(len(v) for a, v in per_annotator.items() if a != annotator)
             for category in categories:
-                count = counts[annotator][category]
                 others = sum(counter[category] for a, counter in counts.items() if a != annotator)
-                others_share = others / others_n if others_n else 0.0
-                p_value: float | None = None
-                tendency = ""
-                if others_n and values:
-                    expected = min(max(others_share, 0.0), 1.0)
-                    p_value = float(binomtest(count, len(values), expected).pvalue)
-                    if p_value < ALPHA:
-                        tendency = "over" if count / len(values) > expected else "under"
-                uses.append(
-                    CategoryUse(
-                        annotator,
-                        dimension,
-                        category,
-                        count,
-                        len(values),
-                        count / len(values) if values else 0.0,
-                        others_share,
-                        p_value,
-                        tendency,
-                    )
-                )
+                rows.append((annotator, category, counts[annotator][category], len(values), others, others_n))
+        p_values = [
+            float(fisher_exact([[k, n - k], [o, m - o]]).pvalue) if n and m else None
+            for _, _, k, n, o, m in rows
+        ]
+        tested = [p for p in p_values if p is not None]
+        adjusted = iter(false_discovery_control(tested, method="bh").tolist() if tested else [])
+        for (annotator, category, k, n, o, m), p in zip(rows, p_values, strict=True):
+            q = float(next(adjusted)) if p is not None else None
+            share, others_share = (k / n if n else 0.0), (o / m if m else 0.0)
+            tendency = ("over" if share > others_share else "under") if q is not None and q < ALPHA else ""
+            uses.append(
+                CategoryUse(annotator, dimension, category, k, n, share, others_share, p, q, tendency)
+            )
     return uses
 
 

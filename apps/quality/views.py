@@ -29,7 +29,7 @@ PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#b
 
 def _filters(params: QueryDict) -> tuple[int | None, str | None]:
     text = params.get("round", "")
-    if text and not text.isdigit():
+    if text and not (text.isascii() and text.isdigit()):
         raise ReportError(f"round must be a round's number, got {text!r}")
     return (int(text) if text else None), (params.get("dimension") or None)
 
@@ -51,16 +51,21 @@ def _drift_chart(rows: list[report.ReportRow], data: ReportData, dimension: str)
     return mark_safe(svg)
 
 
-def _page_parts(data: ReportData, rows: list[report.ReportRow], dimension: str | None) -> dict[str, Any]:
+def _page_parts(
+    data: ReportData, rows: list[report.ReportRow], dimension: str | None, round_number: int | None
+) -> dict[str, Any]:
+    """The page's figures beside the table, for the round asked (every round without one)."""
     shown = dimension or (data.dimensions[0] if data.dimensions else None)
-    fast = report.too_fast(data.timings)
+    judgements = [j for j in data.judgements if round_number is None or j.round == round_number]
+    timings = [t for t in data.timings if round_number is None or t.round == round_number]
+    fast = report.too_fast(timings)
     titles = item_titles({t.item for t in fast[:50]})
     return {
         "rows": rows,
         "drift_dimension": shown,
         "drift_chart": _drift_chart(rows, data, shown) if shown else None,
-        "confusions": report.confusions(data.judgements, data.finals),
-        "category_use": [u for u in report.category_use(data.judgements) if u.tendency],
+        "confusions": report.confusions(judgements, data.finals),
+        "category_use": [u for u in report.category_use(judgements) if u.tendency],
         "fast": [{"timing": t, "title": titles[t.item][0], "url": titles[t.item][1]} for t in fast[:50]],
         "fast_total": len(fast),
         "fast_rule": (report.FAST_MIN_WORDS, report.FAST_WORDS_PER_SECOND * 60),
@@ -77,7 +82,7 @@ def quality_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         data, rows = report_rows(study, round_number=round_number, dimension=dimension)
     except ReportError as exc:
         return render(request, "quality/quality.html", {**ctx, "error": str(exc)}, status=400)
-    ctx.update(_page_parts(data, rows, dimension), data=data)
+    ctx.update(_page_parts(data, rows, dimension, round_number), data=data)
     return render(request, "quality/quality.html", ctx)
 
 

@@ -24,7 +24,8 @@ class RaterForm(forms.Form):
         label="API key variable",
         required=False,
         max_length=100,
-        help_text="The name of the environment variable that holds the key (never the key itself).",
+        help_text="The name of the environment variable that holds the key (never the key itself): "
+        "OPENAI_API_KEY and the others the server allows, or MODEL_KEY_...",
     )
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     samples = forms.IntegerField(initial=1, min_value=1, max_value=20, help_text="Answers per item (k).")
@@ -47,10 +48,12 @@ class RaterForm(forms.Form):
 
 class RunForm(forms.Form):
     scope = forms.ChoiceField(choices=RunScope.choices, initial=RunScope.ROUND.value)
-    round = forms.IntegerField(required=False, min_value=1)
-    sample_size = forms.IntegerField(label="Sample size", required=False, min_value=1)
-    seed = forms.IntegerField(required=False)
-    limit = forms.IntegerField(required=False, min_value=1, help_text="At most this many items.")
+    round = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    sample_size = forms.IntegerField(label="Sample size", required=False, min_value=1, max_value=2**31 - 1)
+    seed = forms.IntegerField(required=False, min_value=-(2**63), max_value=2**63 - 1)
+    limit = forms.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="At most this many items."
+    )
 
     def scope_kwargs(self) -> dict[str, object]:
         """create_model_run's scope arguments for the chosen scope (the others are ignored)."""

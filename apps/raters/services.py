@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import transaction
 
 from apps.accounts.models import Study, User
@@ -85,14 +86,32 @@ def _masked(text: str) -> str:
     return f"a value of {len(text)} characters" if len(text) > 8 else repr(text)
 
 
-def add_model_rater(study: Study, name: str, settings: RaterSettings, *, actor: User | None) -> ModelRater:
+def key_env_allowed(name: str) -> bool:
+    """Whether a lead may name this environment variable as a rater's API key from the browser: one the
+    operator listed (`MODEL_API_KEY_ENVS`) or named ``MODEL_KEY_...``. Never any other variable: the
+    worker sends the key to the rater's server, so a variable such as SECRET_KEY or DATABASE_URL would
+    go to a server the lead chose."""
+    return not name or name in django_settings.MODEL_API_KEY_ENVS or name.startswith("MODEL_KEY_")
+
+
+def add_model_rater(
+    study: Study, name: str, settings: RaterSettings, *, actor: User | None, from_browser: bool = False
+) -> ModelRater:
     """Add a model rater to the study. Raises RaterError for a bad name (taken by another rater or by a
     user, whose labels it would be confused with) or bad settings. An API key variable that is not set
-    in this process is accepted (the worker may have it), never read here."""
+    in this process is accepted (the worker may have it), never read here. `from_browser`: a lead, not
+    the operator of the server, asks, so the key variable must be one `key_env_allowed` accepts (the
+    command line and the operator's own scripts may name any)."""
     problems = [] if NAME_PATTERN.match(name) else [
         f"the name must be 1 to 64 letters, digits, '.', '_' or '-', from a letter or digit, got {name!r}"
     ]  # fmt: skip
     problems += settings.problems()
+    if from_browser and not key_env_allowed(settings.api_key_env):
+        allowed = ", ".join(django_settings.MODEL_API_KEY_ENVS)
+        problems.append(
+            f"the API key variable {settings.api_key_env!r} is not one this server lets a study use: name "
+            f"one of {allowed} or a variable starting with MODEL_KEY_ (the operator sets MODEL_API_KEY_ENVS)"
+        )
     if ModelRater.objects.filter(study=study, name=name).exists():
         problems.append(f"study {study.slug} already has a model rater named {name!r}")
     if User.objects.filter(username=name).exists():

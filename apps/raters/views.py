@@ -69,7 +69,9 @@ def rater_add(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     form = RaterForm(request.POST)
     if form.is_valid():
         try:
-            rater = add_model_rater(study, form.cleaned_data["name"], form.settings(), actor=_user(request))
+            rater = add_model_rater(
+                study, form.cleaned_data["name"], form.settings(), actor=_user(request), from_browser=True
+            )
         except RaterError as exc:
             form.add_error(None, str(exc))
         else:

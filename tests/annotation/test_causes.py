@@ -120,3 +120,38 @@ def test_only_leads_edit_the_list(world: World, client: Any) -> None:
     client.post(url, {"action": "retire", "key": "slip"})
     page = client.get(url).content.decode()
     assert 'data-cause="mine"' in page and Cause.objects.get(study=world.study, key="slip").retired
+
+
+def test_an_annotator_links_no_other_annotators_proposal_and_sees_none(world: World, client: Any) -> None:
+    from apps.taxonomy.models import Dimension
+    from apps.taxonomy.services import propose_category
+
+    round_ = _revealed(world)
+    symptom = Dimension.objects.get(codebook__study=world.study, key="symptom")
+    bobs = propose_category(symptom, "Bob's secret code", None, "only bob", world.bob).category
+    client.force_login(world.alice)
+    page = client.get(
+        reverse("annotation:thread", args=[world.study.slug, 1, world.items[0].pk])
+    ).content.decode()
+    assert "Bob&#x27;s secret code" not in page and "Bob's secret code" not in page
+    with pytest.raises(causes.CauseError, match=f"No category {bobs.pk}"):
+        causes.set_cause(round_, world.items[0], world.alice, "codebook_gap", category_id=bobs.pk)
+    response = client.post(_cause_url(world), {"cause": "codebook_gap", "category": "²"})
+    assert response.status_code == 302 and not DisagreementCause.objects.exists()
+    causes.set_cause(round_, world.items[0], world.lead, "codebook_gap", category_id=bobs.pk)  # a lead may
+
+
+def test_a_round_revealed_straight_to_adjudication_reports_no_discussion(world: World, client: Any) -> None:
+    services.reveal_round(world.study, 1, force=True, discussion=False)
+    client.force_login(world.lead)
+    page = client.get(reverse("adjudication:queue", args=[world.study.slug])).content.decode()
+    assert 'id="discussion-outcomes"' not in page
+
+
+def test_a_cause_named_items_renders_on_the_dashboard(world: World, client: Any) -> None:
+    round_ = _revealed(world)
+    causes.add_cause(world.study, "Items")
+    causes.set_cause(round_, world.items[0], world.lead, "items")
+    client.force_login(world.lead)
+    page = client.get(reverse("agreement:dashboard", args=[world.study.slug]))
+    assert page.status_code == 200 and 'data-cause="items">items: 1</span>' in page.content.decode()

@@ -184,3 +184,27 @@ def test_mentions_and_replies_are_emailed_only_where_email_is_configured_and_onl
     with django_capture_on_commit_callbacks(execute=True):
         client.post(_url(world, 1), {"body": "I chose question, @bob"})
     assert len(mailoutbox) == 2
+
+
+def test_a_leads_comment_in_a_blind_round_is_emailed_to_no_annotator_and_a_title_with_a_break_is_safe(
+    world: World, client: Any, settings: Any, mailoutbox: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.EMAIL_NOTIFICATIONS = True
+    for user in (world.alice, world.bob):
+        user.email = f"{user.username}@example.org"
+        user.save(update_fields=["email"])
+    client.force_login(world.lead)
+    with django_capture_on_commit_callbacks(
+        execute=True
+    ):  # round 1 is blind: the lead may write, nobody reads
+        client.post(_url(world), {"body": "@alice bob chose howto"})
+    assert mailoutbox == []
+
+    _reveal(world)
+    world.items[0].title = "Training hangs\nafter the restart"
+    world.items[0].save(update_fields=["title"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(_url(world), {"body": "@alice what do you think?"})
+    assert response.status_code == 302
+    [mail] = mailoutbox
+    assert mail.to == ["alice@example.org"] and "Training hangs after the restart" in mail.subject

@@ -4,7 +4,7 @@ implementations: statsmodels' Wilson interval, scikit-learn's Cohen's kappa, sci
 from __future__ import annotations
 
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import false_discovery_control, fisher_exact
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
@@ -110,17 +110,29 @@ def test_one_round_asked_gives_that_rounds_rows_only() -> None:
     assert [r.round for r in annotator_rows(judgements, {}, [], round_number=2)] == [2]
 
 
-def test_over_use_is_tested_against_the_other_annotators_share() -> None:
+def test_over_use_is_fishers_exact_test_against_the_others_adjusted_for_the_dimensions_tests() -> None:
     judgements = [J("alice", 1, i, "bug") for i in range(20)]
     judgements += [J("bob", 1, i, "bug" if i < 4 else "question") for i in range(20)]
+    judgements += [J("bob", 1, 99, "pending")]
 
     uses = {(u.annotator, u.category): u for u in category_use(judgements)}
 
     alice = uses["alice", "bug"]
-    assert (alice.count, alice.n, alice.others_share) == (20, 20, pytest.approx(0.2))
-    assert alice.p_value == pytest.approx(binomtest(20, 20, 0.2).pvalue)
+    assert (alice.count, alice.n, alice.others_share) == (20, 20, pytest.approx(4 / 21))
+    assert alice.p_value == pytest.approx(fisher_exact([[20, 0], [4, 17]]).pvalue)
+    raw = [u.p_value for u in category_use(judgements)]
+    assert [u.q_value for u in category_use(judgements)] == pytest.approx(
+        list(false_discovery_control(raw, method="bh"))
+    )
     assert alice.tendency == "over" and uses["alice", "question"].tendency == "under"
     assert uses["bob", "bug"].tendency == "under"
+    assert ("bob", "pending") not in uses  # pending is no category
+
+
+def test_a_difference_chance_explains_is_not_flagged() -> None:
+    judgements = [J("alice", 1, i, "bug" if i < 6 else "question") for i in range(10)]
+    judgements += [J("bob", 1, i, "bug" if i < 4 else "question") for i in range(10)]
+    assert all(u.tendency == "" for u in category_use(judgements))
 
 
 def test_the_confusions_are_the_most_frequent_differences_with_the_decision() -> None:

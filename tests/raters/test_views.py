@@ -44,7 +44,7 @@ def round_items(
 
 def _add(client: Client, study: Study, server: FakeServer, **fields: Any) -> Any:
     data = {"name": "gpt", "kind": "openai", "base_url": server.url, "model": "gpt-test",
-            "api_key_env": "FAKE_KEY", "temperature": "0", "samples": "1", "concurrency": "2",
+            "api_key_env": "MODEL_KEY_FAKE", "temperature": "0", "samples": "1", "concurrency": "2",
             "timeout": "10", **fields}  # fmt: skip
     return client.post(reverse("raters:rater-add", args=[study.slug]), data)
 
@@ -53,11 +53,11 @@ def test_a_lead_adds_a_rater_and_runs_it_on_a_round_and_its_row_shows_the_counts
     client: Client, study: Study, lead: User, round_items: list[Item], server: FakeServer,
     monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any,
 ) -> None:  # fmt: skip
-    monkeypatch.setenv("FAKE_KEY", "sk-fake-secret-123")
+    monkeypatch.setenv("MODEL_KEY_FAKE", "sk-fake-secret-123")
     login(client, lead)
     assert _add(client, study, server).status_code == 302
     rater = ModelRater.objects.get(study=study, name="gpt")
-    assert (rater.model, rater.api_key_env) == ("gpt-test", "FAKE_KEY") and rater.host.startswith(
+    assert (rater.model, rater.api_key_env) == ("gpt-test", "MODEL_KEY_FAKE") and rater.host.startswith(
         "127.0.0.1:"
     )
 
@@ -119,3 +119,37 @@ def test_annotators_and_outsiders_never_reach_the_models_screen(
     url = reverse("raters:models", args=[study.slug])
     assert login(client, annotator_a).get(url).status_code == 403
     assert login(client, outsider).get(url).status_code == 404
+
+
+@pytest.mark.parametrize("variable", ["SECRET_KEY", "DATABASE_URL", "GITLAB_TOKEN", "HOME"])
+def test_a_lead_cannot_send_a_server_secret_to_a_server_of_their_choosing(
+    client: Client, study: Study, lead: User, server: FakeServer, variable: str
+) -> None:
+    login(client, lead)
+    response = _add(client, study, server, api_key_env=variable)
+    assert (
+        response.status_code == 400
+        and f"the API key variable &#x27;{variable}&#x27; is not one" in response.content.decode()
+    )
+    assert not ModelRater.objects.exists()
+
+
+@pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "MODEL_KEY_OLLAMA", ""])
+def test_the_allowed_key_variables_and_none_are_accepted(
+    client: Client, study: Study, lead: User, server: FakeServer, variable: str
+) -> None:
+    login(client, lead)
+    assert _add(client, study, server, api_key_env=variable).status_code == 302
+
+
+def test_out_of_range_run_numbers_are_refused_not_overflowed(
+    client: Client, study: Study, lead: User, round_items: list[Item], server: FakeServer
+) -> None:
+    login(client, lead)
+    _add(client, study, server)
+    rater = ModelRater.objects.get()
+    url = reverse("raters:run-start", args=[study.slug, rater.pk])
+    response = client.post(url, {"scope": "sample", "sample_size": "3", "seed": "9" * 25})
+    assert response.status_code == 400 and "Seed" in response.content.decode()
+    assert client.post(url, {"scope": "round", "round": "1", "limit": "3000000000"}).status_code == 400
+    assert not ModelRun.objects.exists()

@@ -22,7 +22,7 @@ from apps.taxonomy.models import Category
 
 from ..models import CODEBOOK_GAP, DEFAULT_CAUSES, Cause, DisagreementCause, Round
 from .common import AnnotationError
-from .threads import check_thread
+from .threads import check_thread, is_lead
 
 MAX_NOTE = 2_000
 
@@ -107,7 +107,9 @@ def set_cause(
         raise CauseError(f"A note holds at most {MAX_NOTE:,} characters (this one {len(note):,}).")
     category = None
     if category_id is not None:
-        category = Category.objects.filter(pk=category_id, dimension__codebook__study=study).first()
+        # an annotator links only what they may see: active codes and their own proposals
+        visible = Category.objects.all() if is_lead(study, user) else Category.objects.pickable_by(user)
+        category = visible.filter(pk=category_id, dimension__codebook__study=study).first()
         if category is None:
             raise CauseError(f"No category {category_id} in study {study.slug}'s codebook.")
         if cause.key != CODEBOOK_GAP:

@@ -53,10 +53,14 @@ def participants(round_: Round, item: Item) -> list[User]:
 
 
 def _readers(round_: Round, item: Item) -> set[int]:
-    """Who may read the thread now: the leads and the round's annotators who submitted the item."""
-    submitted = Assignment.objects.filter(round=round_, item=item, status=AssignmentStatus.SUBMITTED)
+    """Who may read the thread now (`check_thread`'s rule): the leads, and once the round is revealed the
+    round's annotators who submitted the item."""
     leads = Membership.objects.filter(study=round_.study, role__in=[Role.LEAD, Role.OWNER])
-    return {*submitted.values_list("annotator_id", flat=True), *leads.values_list("user_id", flat=True)}
+    readers = set(leads.values_list("user_id", flat=True))
+    if not is_blind(round_):
+        submitted = Assignment.objects.filter(round=round_, item=item, status=AssignmentStatus.SUBMITTED)
+        readers |= set(submitted.values_list("annotator_id", flat=True))
+    return readers
 
 
 def check_thread(round_: Round, item: Item, user: User) -> None:
@@ -129,7 +133,7 @@ def _notify(comment: Comment, mentioned: list[User]) -> None:
     link = settings.SITE_URL + reverse(
         "annotation:thread", args=[comment.round.study.slug, comment.round.number, comment.item_id]
     )
-    title = comment.item.title or comment.item.url
+    title = " ".join((comment.item.title or comment.item.url).split())  # no line break in a subject
     messages = []
     for user in people.values():
         what = "mentioned you" if user in mentioned else "replied"
@@ -141,7 +145,7 @@ def _notify(comment: Comment, mentioned: list[User]) -> None:
         messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
     try:
         send_mass_mail(messages)
-    except OSError:
+    except Exception:  # the comment is saved: a mail that cannot go is logged, never the request's failure
         logger.exception("Could not e-mail the notifications of comment %s", comment.pk)
 
 

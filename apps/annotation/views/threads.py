@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.models import User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
@@ -63,7 +64,7 @@ def thread(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Ht
     study, role = round_.study, access_study(request.user, slug)[1]
     ctx = study_context(
         study, role, "queue", round=round_, item=item, comments=list(thread_comments(round_, item)),
-        error=error, participants=service.participants(round_, item), **_cause_context(round_, item),
+        error=error, participants=service.participants(round_, item), **_cause_context(round_, item, user),
     )  # fmt: skip
     return render_page(
         request,
@@ -75,15 +76,19 @@ def thread(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Ht
     )
 
 
-def _cause_context(round_: Round, item: Item) -> dict[str, object]:
-    """The item's cause of disagreement in the round, the study's causes, and the categories (active or
-    proposed) a codebook gap may link to."""
+def _cause_context(round_: Round, item: Item, user: User) -> dict[str, object]:
+    """The item's cause of disagreement in the round, the study's causes, and the categories a codebook gap
+    may link to: for a lead every active or proposed one, for an annotator the active ones and their own
+    proposals (never another annotator's)."""
+    categories = (
+        Category.objects.all() if service.is_lead(round_.study, user) else Category.objects.pickable_by(user)
+    )
     return {
         "cause": DisagreementCause.objects.filter(round=round_, item=item)
         .select_related("cause", "category", "set_by")
         .first(),
         "causes": causes.study_causes(round_.study),
-        "gap_categories": Category.objects.filter(
+        "gap_categories": categories.filter(
             dimension__codebook__study=round_.study,
             status__in=[CategoryStatus.PROPOSED, CategoryStatus.ACTIVE],
         )
@@ -103,6 +108,8 @@ def cause(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Htt
     user = request_user(request)
     category = request.POST.get("category", "")
     try:
+        if category and not (category.isascii() and category.isdigit()):
+            raise AnnotationError(f"No category {category!r}: pick one from the list.")
         if request.POST.get("clear"):
             causes.clear_cause(round_, item, user)
         else:
@@ -112,7 +119,7 @@ def cause(request: HtmxHttpRequest, slug: str, number: int, item_id: int) -> Htt
                 user,
                 request.POST.get("cause", ""),
                 note=request.POST.get("note", ""),
-                category_id=int(category) if category.isdigit() else None,
+                category_id=int(category) if category else None,
             )
     except AnnotationError as exc:
         messages.error(request, str(exc))
