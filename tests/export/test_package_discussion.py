@@ -52,16 +52,24 @@ def _kappa(study: Any, phase: str) -> Any:
     ]
 
 
-def test_the_package_holds_both_figures_and_the_threads_and_import_study_restores_them(
-    world: World, tmp_path: Path, settings: Any
-) -> None:
+def _package(world: World, tmp_path: Path, settings: Any) -> tuple[Path, Any, Any, str]:
+    """The world's replication package: its path, agreement.json, discussion.json and agreement.md."""
     settings.EXPORT_ROOT = tmp_path
     path = tmp_path / "package.zip"
     build_package(world.study, path)
     with zipfile.ZipFile(path) as archive:
-        agreement = json.loads(archive.read("agreement.json"))
-        discussion = json.loads(archive.read("discussion.json"))
-        report = archive.read("agreement.md").decode()
+        return (
+            path,
+            json.loads(archive.read("agreement.json")),
+            json.loads(archive.read("discussion.json")),
+            archive.read("agreement.md").decode(),
+        )
+
+
+def test_the_package_holds_both_figures_and_the_threads_and_import_study_restores_them(
+    world: World, tmp_path: Path, settings: Any
+) -> None:
+    path, agreement, discussion, report = _package(world, tmp_path, settings)
     [round1] = agreement["rounds"]
     assert round1["dimensions"]["type"]["cohen_kappa"] == pytest.approx(0.0)
     assert round1["discussed"]["type"]["cohen_kappa"] == pytest.approx(1.0)
@@ -87,13 +95,7 @@ def test_the_package_holds_both_figures_and_the_threads_and_import_study_restore
 def test_the_package_counts_the_causes_and_what_discussion_resolved_and_import_study_restores_the_causes(
     world: World, tmp_path: Path, settings: Any
 ) -> None:
-    settings.EXPORT_ROOT = tmp_path
-    path = tmp_path / "package.zip"
-    build_package(world.study, path)
-    with zipfile.ZipFile(path) as archive:
-        agreement = json.loads(archive.read("agreement.json"))
-        discussion = json.loads(archive.read("discussion.json"))
-        report = archive.read("agreement.md").decode()
+    path, agreement, discussion, report = _package(world, tmp_path, settings)
     outcome = agreement["rounds"][0]["discussion"]
     # item 1: bob's revision agreed (resolved by discussion); item 2 waits for bob; item 3 agreed blind
     assert (outcome["resolved_by_discussion"], outcome["unresolved"], outcome["adjudicated"]) == (1, 0, 0)

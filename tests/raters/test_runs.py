@@ -12,15 +12,13 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.accounts.models import Study, User
+from apps.accounts.models import Study
 from apps.core.models import JobStatus
 from apps.corpus.models import Item
 from apps.raters import client
 from apps.raters.models import AnswerStatus, ModelAnswer, ModelLabel, ModelRater, ModelRun
 from apps.raters.runs import cancel_model_run, create_model_run, execute_model_run
 from apps.raters.services import RaterSettings, add_model_rater
-from apps.taxonomy.models import Codebook
-from tests.agreement.conftest import Annotate
 from tests.raters.fake_openai import FakeServer, Fault, fake_server
 
 BUG = json.dumps({"findings": [{"kind": "bug", "symptom": "crash", "fix": ["code"]}]})
@@ -43,17 +41,6 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 def server() -> Iterator[FakeServer]:
     with fake_server(FakeServer(answer=answer)) as running:
         yield running
-
-
-@pytest.fixture
-def round_items(
-    study: Study, codebook: Codebook, items: list[Item], annotate: Annotate, annotator_a: User
-) -> list[Item]:
-    for item in items:
-        annotate(
-            1, item, annotator_a, [{"kind": ["bug"], "symptom": ["crash"], "fix": ["code"]}], submitted=False
-        )
-    return items
 
 
 def rater_for(study: Study, server: FakeServer, **settings: object) -> ModelRater:

@@ -17,8 +17,6 @@ from apps.corpus.models import Item
 from apps.raters import client as model_client
 from apps.raters.models import ModelRater, ModelRun
 from apps.raters.runs import create_model_run
-from apps.taxonomy.models import Codebook
-from tests.agreement.conftest import Annotate
 from tests.conftest import login
 from tests.raters.fake_openai import FakeServer, fake_server
 from tests.raters.test_runs import answer
@@ -31,15 +29,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
     monkeypatch.setattr(model_client, "sleep", lambda seconds: None)
     with fake_server(FakeServer(answer=answer)) as running:
         yield running
-
-
-@pytest.fixture
-def round_items(
-    study: Study, codebook: Codebook, items: list[Item], annotate: Annotate, annotator_a: User
-) -> list[Item]:
-    for item in items:
-        annotate(1, item, annotator_a, [{"kind": ["bug"]}], submitted=False)
-    return items
 
 
 def _add(client: Client, study: Study, server: FakeServer, **fields: Any) -> Any:
