@@ -41,63 +41,65 @@ def _ref_name(content: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _operation(url: str, method: str, op: dict[str, Any]) -> dict[str, Any]:
+    """One operation of the schema: its parameters, request bodies and responses as rows."""
+    body = op.get("requestBody", {}).get("content", {})
+    return {
+        "id": op.get("operationId", f"{method}-{url}"),
+        "method": method.upper(),
+        "path": url,
+        "description": op.get("description", ""),
+        "parameters": [
+            {
+                "name": p["name"],
+                "where": p["in"],
+                "type": _type_text(p.get("schema", {})),
+                "required": p.get("required", False),
+                "description": p.get("description", ""),
+            }
+            for p in op.get("parameters", [])
+        ],
+        "request": [
+            {"media": media, "type": _type_text(content.get("schema", {}))} for media, content in body.items()
+        ],
+        "responses": [
+            {"code": code, "description": r.get("description", ""), "types": _ref_name(r.get("content", {}))}
+            for code, r in sorted(op.get("responses", {}).items())
+        ],
+    }
+
+
+def _component(name: str, comp: dict[str, Any]) -> dict[str, Any]:
+    """One schema component with its fields."""
+    required = set(comp.get("required", []))
+    return {
+        "name": name,
+        "description": comp.get("description", ""),
+        "type": _type_text(comp) if "properties" not in comp else "object",
+        "fields": [
+            {
+                "name": field,
+                "type": _type_text(prop),
+                "required": field in required,
+                "read_only": prop.get("readOnly", False),
+                "description": prop.get("description", ""),
+            }
+            for field, prop in comp.get("properties", {}).items()
+        ],
+    }
+
+
 def docs_context(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema as plain rows for the docs template: operations grouped by tag, then the components."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for url, methods in schema.get("paths", {}).items():
         for method, op in methods.items():
-            if method not in {"get", "post", "put", "patch", "delete"}:
-                continue
-            body = op.get("requestBody", {}).get("content", {})
-            row = {
-                "id": op.get("operationId", f"{method}-{url}"),
-                "method": method.upper(),
-                "path": url,
-                "description": op.get("description", ""),
-                "parameters": [
-                    {
-                        "name": p["name"],
-                        "where": p["in"],
-                        "type": _type_text(p.get("schema", {})),
-                        "required": p.get("required", False),
-                        "description": p.get("description", ""),
-                    }
-                    for p in op.get("parameters", [])
-                ],
-                "request": [
-                    {"media": media, "type": _type_text(content.get("schema", {}))}
-                    for media, content in body.items()
-                ],
-                "responses": [
-                    {
-                        "code": code,
-                        "description": r.get("description", ""),
-                        "types": _ref_name(r.get("content", {})),
-                    }
-                    for code, r in sorted(op.get("responses", {}).items())
-                ],
-            }
-            groups.setdefault((op.get("tags") or ["other"])[0], []).append(row)
-    components = []
-    for name, comp in sorted(schema.get("components", {}).get("schemas", {}).items()):
-        required = set(comp.get("required", []))
-        components.append(
-            {
-                "name": name,
-                "description": comp.get("description", ""),
-                "type": _type_text(comp) if "properties" not in comp else "object",
-                "fields": [
-                    {
-                        "name": field,
-                        "type": _type_text(prop),
-                        "required": field in required,
-                        "read_only": prop.get("readOnly", False),
-                        "description": prop.get("description", ""),
-                    }
-                    for field, prop in comp.get("properties", {}).items()
-                ],
-            }
-        )
+            if method in {"get", "post", "put", "patch", "delete"}:
+                groups.setdefault((op.get("tags") or ["other"])[0], []).append(_operation(url, method, op))
+    components = [
+        _component(name, comp)
+        for name, comp in sorted(schema.get("components", {}).get("schemas", {}).items())
+    ]
     return {
         "info": schema.get("info", {}),
         "groups": sorted(

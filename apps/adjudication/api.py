@@ -8,6 +8,7 @@ two leads deciding at once get one decision and a 409 with the winner for the ot
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -21,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
-from apps.accounts.models import User
+from apps.accounts.models import Study, User
 from apps.annotation.models import Round
 from apps.core.api import Conflict, refuse
 from apps.corpus.models import Item
@@ -89,6 +90,45 @@ class StatusView(StudyAPIView):
         return Response(StatusSerializer(status_for(self.study, self.role)).data)
 
 
+def _queue_filters(study: Study, data: Mapping[str, Any]) -> queries.QueueFilters:
+    """The queue's filters from the validated query: a round number and an annotator's name become ids
+    (refused with a 400 naming them when the study has no such round or there is no such user)."""
+    round_id = None
+    if data.get("round") is not None:
+        round_id = (
+            Round.objects.filter(study=study, number=data["round"]).values_list("pk", flat=True).first()
+        )
+        if round_id is None:
+            refuse(f"The study has no round {data['round']}.")
+    annotators: tuple[int, ...] = ()
+    if data.get("annotator"):
+        user_id = User.objects.filter(username=data["annotator"]).values_list("pk", flat=True).first()
+        if user_id is None:
+            refuse(f"No user named {data['annotator']!r}.")
+        annotators = (user_id,)
+    return queries.QueueFilters(
+        round_id=round_id, dimension=data.get("dimension") or None, annotators=annotators, sort=data["sort"]
+    )
+
+
+def _queue_row(row: Any, study: Study, now: datetime) -> dict[str, Any]:
+    """One open disagreement as the API lists it; annotators anonymised when the study says so."""
+    review = row.review
+    names = [
+        str(user.username) if study.show_annotator_names else f"Annotator {n}"
+        for n, user in enumerate(row.annotators, start=1)
+    ]
+    claimed = review.claimed_by if queries.claimed_recently(review, now) else None
+    return {
+        "item": _item_ref(review.item),
+        "round": review.round.number if review.round else None,
+        "disagreeing_dimensions": list(review.disagreeing_dimensions or []),
+        "annotators": names,
+        "updated_at": review.updated_at,
+        "claimed_by": claimed.username if claimed else None,
+    }
+
+
 class QueueView(StudyAPIView):
     """Open disagreements (leads and owners), filtered and sorted like the queue page, keyset pages of 50:
     follow `next`."""
@@ -102,50 +142,14 @@ class QueueView(StudyAPIView):
         form = QueueFilterSerializer(data=request.query_params)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        round_id = None
-        if data.get("round") is not None:
-            round_id = (
-                Round.objects.filter(study=self.study, number=data["round"])
-                .values_list("pk", flat=True)
-                .first()
-            )
-            if round_id is None:
-                refuse(f"The study has no round {data['round']}.")
-        annotators: tuple[int, ...] = ()
-        if data.get("annotator"):
-            user_id = User.objects.filter(username=data["annotator"]).values_list("pk", flat=True).first()
-            if user_id is None:
-                refuse(f"No user named {data['annotator']!r}.")
-            annotators = (user_id,)
-        filters = queries.QueueFilters(
-            round_id=round_id,
-            dimension=data.get("dimension") or None,
-            annotators=annotators,
-            sort=data["sort"],
-        )
         after = decode_cursor(data.get("cursor", ""), data["sort"])
         if data.get("cursor") and after is None:
             refuse("The cursor is not valid: start again without it.")
-        rows, next_cursor = queries.queue_page(queries.queue(self.study, filters), after)
+        rows, next_cursor = queries.queue_page(
+            queries.queue(self.study, _queue_filters(self.study, data)), after
+        )
         now = timezone.now()
-        results = []
-        for row in rows:
-            review = row.review
-            names = [
-                str(user.username) if self.study.show_annotator_names else f"Annotator {n}"
-                for n, user in enumerate(row.annotators, start=1)
-            ]
-            claimed = review.claimed_by if queries.claimed_recently(review, now) else None
-            results.append(
-                {
-                    "item": _item_ref(review.item),
-                    "round": review.round.number if review.round else None,
-                    "disagreeing_dimensions": list(review.disagreeing_dimensions or []),
-                    "annotators": names,
-                    "updated_at": review.updated_at,
-                    "claimed_by": claimed.username if claimed else None,
-                }
-            )
+        results = [_queue_row(row, self.study, now) for row in rows]
         next_url = (
             replace_query_param(request.build_absolute_uri(), "cursor", encode_cursor(next_cursor))
             if next_cursor is not None

@@ -10,6 +10,7 @@ from apps.core.jobs import display_status
 
 from .metrics import MAX_BOOTSTRAP
 from .models import AgreementSnapshot
+from .params import COMMAND
 
 
 class SnapshotSerializer(serializers.ModelSerializer[AgreementSnapshot]):
@@ -39,7 +40,7 @@ class SnapshotSerializer(serializers.ModelSerializer[AgreementSnapshot]):
         return display_status(snapshot)
 
     def get_kind(self, snapshot: AgreementSnapshot) -> str:
-        return str(snapshot.params.get("kind", "command"))
+        return str(snapshot.params.get("kind", COMMAND))  # the kind only: any row's, even a malformed one
 
 
 class LatestSerializer(serializers.Serializer[Any]):

@@ -1,7 +1,7 @@
 """Agreement computations on a study, each recorded as an `AgreementSnapshot`
 (docs/design.md §2 step 5, §4, §6).
 
-Two kinds of snapshot, told apart by ``params["kind"]``:
+Two kinds of snapshot, each with its typed parameters (`params.py`: ``CommandParams``, ``DashboardParams``):
 
 * ``"command"``: what ``manage.py agreement STUDY`` prints: one dimension's report, or an object keyed by
   dimension, for one round or all rounds, at one level (`command_snapshot`);
@@ -39,6 +39,7 @@ from apps.taxonomy.models import Codebook
 from . import freshness
 from .metrics import ConfusionMatrix, MultiRatingTable, RatingTable, agreement_report, confusion_matrix
 from .models import AgreementSnapshot
+from .params import AltTestParams, CommandParams, DashboardParams, SnapshotParamsError, snapshot_params
 from .ratings import (
     BLIND,
     DISCUSSED,
@@ -169,19 +170,16 @@ def command_snapshot(
         dimension_id=ratings.dimension(dimension).id if dimension is not None else None,
         level=level,
         codebook_version=ratings.codebook_version,
-        params={
-            "kind": "command",
-            "phase": phase,
-            "dimension": dimension,
-            "round": round_number,
-            "level": level,
-            "bootstrap": bootstrap,
-            "seed": seed,
-            "raters": list(raters) if raters is not None else None,
-            "alt_test": None
-            if alt_test_rater is None
-            else {"rater": alt_test_rater, "epsilon": epsilon, "q": q},
-        },
+        params=CommandParams(
+            phase=phase,
+            dimension=dimension,
+            round=round_number,
+            level=level,
+            bootstrap=bootstrap,
+            seed=seed,
+            raters=tuple(raters) if raters is not None else None,
+            alt_test=None if alt_test_rater is None else AltTestParams(alt_test_rater, epsilon, q),
+        ).to_json(),
         created_by=actor,
     )
     return run_snapshot(snapshot, echo=echo, ratings=ratings, alt_ratings=alt_ratings)
@@ -285,7 +283,7 @@ class DashboardState:
         and there is no snapshot yet, or it is stale and the study small enough to recompute now."""
         if self.running is not None:
             return False
-        if self.failed is not None and self.failed.params.get("fingerprint") == self.fingerprint:
+        if self.failed is not None and _fingerprint_of(self.failed) == self.fingerprint:
             return False
         return self.snapshot is None or (not self.fresh and not self.large)
 
@@ -299,8 +297,18 @@ def dashboard_state(study: Study, level: int | None) -> DashboardState:
         failed = None
     unfinished = snapshots.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).order_by("-pk")[:5]
     running = next((s for s in unfinished if not is_stalled(s)), None)
-    fresh = latest is not None and latest.params.get("fingerprint") == current
+    fresh = latest is not None and _fingerprint_of(latest) == current
     return DashboardState(latest, running, failed, fresh, current)
+
+
+def _fingerprint_of(snapshot: AgreementSnapshot) -> dict[str, Any] | None:
+    """The labels a dashboard snapshot was computed on (None for a row whose parameters do not parse:
+    never fresh, so it is computed again)."""
+    try:
+        params = snapshot_params(snapshot.params)
+    except SnapshotParamsError:
+        return None
+    return dict(params.fingerprint) if isinstance(params, DashboardParams) else None
 
 
 def request_dashboard(study: Study, level: int | None, *, actor: User | None) -> AgreementSnapshot:
@@ -313,13 +321,9 @@ def request_dashboard(study: Study, level: int | None, *, actor: User | None) ->
         study=study,
         level=level,
         codebook_version=current["codebook_version"],
-        params={
-            "kind": "dashboard",
-            "level": level,
-            "bootstrap": DASHBOARD_BOOTSTRAP,
-            "seed": DASHBOARD_SEED,
-            "fingerprint": current,
-        },
+        params=DashboardParams(
+            level=level, bootstrap=DASHBOARD_BOOTSTRAP, seed=DASHBOARD_SEED, fingerprint=current
+        ).to_json(),
         created_by=actor,
     )
     if int(current["ratings"]) > sync_max_ratings():
@@ -404,37 +408,38 @@ def run_snapshot(
     Bad parameters (a dimension or round deleted since) end the snapshot *failed* with the message;
     any other error too, and is raised again (`core.jobs.run_job`).
     """
-    params = snapshot.params
 
     def work(progress: JobProgress) -> str:
         nonlocal ratings, alt_ratings
         try:
+            params = snapshot_params(snapshot.params)
             if ratings is None:
-                ratings = load_study_ratings(
-                    snapshot.study,
-                    dimension=params.get("dimension"),
-                    raters=params.get("raters"),
-                    phase=params.get("phase", BLIND),
+                ratings = (
+                    load_study_ratings(snapshot.study)
+                    if isinstance(params, DashboardParams)
+                    else load_study_ratings(
+                        snapshot.study, dimension=params.dimension, raters=params.raters, phase=params.phase
+                    )
                 )
-            if alt_ratings is None and params.get("alt_test"):
+            if alt_ratings is None and isinstance(params, CommandParams) and params.alt_test is not None:
                 alt_ratings = _alt_test_ratings(
-                    snapshot.study, ratings, params.get("dimension"), params["alt_test"]["rater"]
+                    snapshot.study, ratings, params.dimension, params.alt_test.rater
                 )
             progress.note("Computing agreement")
-            if params.get("kind") == "dashboard":
+            if isinstance(params, DashboardParams):
                 result: dict[str, Any] = _dashboard_result(
-                    ratings, snapshot.level, int(params["bootstrap"]), int(params["seed"]), progress
+                    ratings, snapshot.level, params.bootstrap, params.seed, progress
                 )
                 revealed = _revealed_rounds(snapshot.study)
                 if revealed:
                     discussed = load_study_ratings(snapshot.study, phase=DISCUSSED)
                     result["discussed"] = _discussed_result(
-                        discussed, revealed, snapshot.level, int(params["bootstrap"]), int(params["seed"])
+                        discussed, revealed, snapshot.level, params.bootstrap, params.seed
                     )
                 message = f"Agreement on {len(result['dimensions'])} dimension(s)"
             else:
                 result, message = _command_result(ratings, params, progress, alt_ratings)
-        except RatingsError as exc:
+        except (RatingsError, SnapshotParamsError) as exc:
             raise JobFailed(str(exc)) from exc
         snapshot.result = result
         snapshot.codebook_version = ratings.codebook_version
@@ -448,11 +453,11 @@ def run_snapshot(
 
 def _command_result(
     ratings: StudyRatings,
-    params: dict[str, Any],
+    params: CommandParams,
     progress: JobProgress,
     alt_ratings: StudyRatings | None = None,
 ) -> tuple[dict[str, Any], str]:
-    dimension, round_number, level = params.get("dimension"), params.get("round"), params.get("level")
+    dimension, round_number, level = params.dimension, params.round, params.level
     keys = _check_request(ratings, dimension, round_number, level)
     progress.set_total(len(keys))
     reports = {}
@@ -462,22 +467,22 @@ def _command_result(
             key,
             round_number=round_number,
             level=level,
-            bootstrap=params.get("bootstrap"),
-            seed=params.get("seed"),
+            bootstrap=params.bootstrap,
+            seed=params.seed,
         )
-        test = params.get("alt_test")
-        if test and alt_ratings is not None:
+        test = params.alt_test
+        if test is not None and alt_ratings is not None:
             reports[key]["alt_test"] = alt_test_report(
                 alt_ratings,
                 key,
-                test["rater"],
+                test.rater,
                 round_number=round_number,
                 level=level,
-                epsilon=float(test["epsilon"]),
-                q=float(test["q"]),
+                epsilon=test.epsilon,
+                q=test.q,
             )
         progress.advance(1, f"dimension {key}")
-    if params.get("phase") == DISCUSSED:
+    if params.phase == DISCUSSED:
         # What the revealed rounds' discussions resolved, and why items were disagreed on (the rounds asked)
         outcomes = {
             str(number): outcome

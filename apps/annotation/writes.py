@@ -12,14 +12,19 @@ Variants behind the same shapes:
   PostgreSQL, `bulk_create` elsewhere), the ids back in row order (docs/decisions/0005);
 * set-based updates (`move_label_values`): a merge, split or rejected proposal, registered with the
   codebook as its `labels` store (`label_store.py`).
+
+The services decide *what* to write (and lock, validate, signal); these functions are *how*: the
+autosaved draft (`start_draft`, `set_draft`), a submission (`create_annotation`, then `write_findings`),
+an edit, a revision after reveal and an import over earlier labels (`replace_labels`,
+`replace_imported_labels`), a reassignment's dropped drafts (`delete_drafts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apps.accounts.models import Study
 from apps.core.bulk import insert_rows
@@ -27,10 +32,68 @@ from apps.taxonomy.label_stores import Moved, remap_category_rows
 from apps.taxonomy.models import Category
 
 from . import payload as pl
-from .models import Annotation, Finding, LabelValue
+from .models import Annotation, Assignment, Finding, LabelValue
 
 if TYPE_CHECKING:
     from .services.common import LoadedCodebook
+
+
+def start_draft(assignment: Assignment, draft: Mapping[str, Any], now: datetime) -> Annotation:
+    """The assignment's annotation, created by its first autosave: a draft, nothing submitted."""
+    return Annotation.objects.create(assignment=assignment, draft=dict(draft), started_at=now, updated_at=now)
+
+
+def set_draft(annotation: Annotation, draft: Mapping[str, Any]) -> None:
+    """Keep (or, with `{}`, clear) the workbench's unsubmitted state on the annotation."""
+    annotation.draft = dict(draft)
+    annotation.save(update_fields=["draft"])
+
+
+def create_annotation(fields: Mapping[str, Any]) -> Annotation:
+    """A first submission's annotation row (its findings follow through `write_findings`). Raises the
+    database's IntegrityError when the assignment already has one (a twin request on SQLite)."""
+    return Annotation.objects.create(**fields)
+
+
+def replace_labels(
+    annotation: Annotation,
+    findings: Sequence[Mapping[str, pl.Value]],
+    book: LoadedCodebook,
+    fields: Mapping[str, Any],
+    *,
+    had_findings: bool = True,
+) -> None:
+    """The annotation's labels replaced by `findings` and its columns set from `fields` (the memo, the
+    times, the codebook version...). `had_findings=False` skips the delete when the caller knows there
+    are none (an annotation never submitted: only a submission writes findings)."""
+    if had_findings:
+        annotation.findings.all().delete()  # its label values go with them (one cascading delete)
+    for name, value in fields.items():
+        setattr(annotation, name, value)
+    annotation.save(update_fields=list(fields) if annotation.pk is not None and fields else None)
+    write_findings([(annotation, findings)], book)
+
+
+ImportedLabels = tuple[Annotation, Sequence[Mapping[str, pl.Value]], Mapping[tuple[int, str, str], str]]
+"""An annotation as an import set it, its findings, and (finding number, dimension, category key) → the
+key chosen before a merge."""
+
+
+def replace_imported_labels(annotations: Sequence[ImportedLabels], book: LoadedCodebook) -> None:
+    """An import of labels: the earlier findings of the annotations already stored deleted in one query,
+    each annotation saved as the caller set it (new ones created), then every finding written."""
+    Finding.objects.filter(annotation_id__in=[a.pk for a, _, _ in annotations if a.pk is not None]).delete()
+    originals: dict[tuple[int, int, str, str], str] = {}
+    for annotation, _, chosen in annotations:
+        annotation.save()
+        for (number, dimension, key), original in chosen.items():
+            originals[(annotation.pk, number, dimension, key)] = original
+    write_findings([(a, findings) for a, findings, _ in annotations], book, originals)
+
+
+def delete_drafts(assignment_ids: Iterable[int]) -> None:
+    """The unsubmitted annotations (drafts) of assignments given to someone else."""
+    Annotation.objects.filter(assignment_id__in=list(assignment_ids), submitted_at__isnull=True).delete()
 
 
 def write_findings(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import User
@@ -22,7 +21,8 @@ from ..queries import (
     item_labels,
 )
 from .errors import AdjudicationError, DecisionConflict, conflict_message
-from .record import Gold, record_decision, save_review
+from .record import Gold, create_review, record_decision, save_review
+from .writes import claim_review, release_claim
 
 
 def gold_from_keys(
@@ -152,11 +152,12 @@ def decide(
             winner = Decision.objects.filter(item=item, is_current=True).select_related("decided_by").first()
             raise DecisionConflict(conflict_message(winner, expected_decision_id), winner) from None
         if review is None:
-            review = Review.objects.create(item=item, study=study, round_id=labels.round_id)
-        review.claimed_by = None
-        review.claimed_at = None
-        review.save(update_fields=["claimed_by", "claimed_at"])
-        save_review(review, ReviewState.DECIDED, list(review.disagreeing_dimensions or []), labels.round_id)
+            create_review(item, ReviewState.DECIDED, [], labels.round_id)
+        else:
+            release_claim(review)
+            save_review(
+                review, ReviewState.DECIDED, list(review.disagreeing_dimensions or []), labels.round_id
+            )
     return decision
 
 
@@ -165,6 +166,4 @@ def claim(item: Item, user: User) -> bool:
     another lead's claim still counts (`queries.claimed_recently`). One conditional UPDATE, so of two
     leads opening the item at once only one claims it. Returns whether `user` holds the claim now (False
     too for an item without a Review: nothing to adjudicate)."""
-    now = timezone.now()
-    free = Q(claimed_by=None) | Q(claimed_by=user) | Q(claimed_at=None) | Q(claimed_at__lte=now - CLAIM_TTL)
-    return bool(Review.objects.filter(free, item=item).update(claimed_by=user, claimed_at=now))
+    return claim_review(item, user, timezone.now(), CLAIM_TTL)

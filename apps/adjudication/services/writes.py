@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import Study
+from apps.accounts.models import Study, User
 from apps.core.bulk import insert_rows
 from apps.corpus.models import Item
 from apps.taxonomy.label_stores import Moved, remap_category_rows
@@ -93,6 +94,20 @@ def save_review(
     if changed:
         review.updated_at = timezone.now()
     review.save(update_fields=["state", "disagreeing_dimensions", "round", "updated_at"])
+
+
+def release_claim(review: Review) -> None:
+    """No lead has the item open any more (it was just decided)."""
+    review.claimed_by = None
+    review.claimed_at = None
+    review.save(update_fields=["claimed_by", "claimed_at"])
+
+
+def claim_review(item: Item, user: User, now: datetime, ttl: timedelta) -> bool:
+    """`user` claims the item's Review unless another lead's claim is younger than `ttl`: one conditional
+    UPDATE, so of two leads at once only one wins. Whether `user` holds the claim now."""
+    free = Q(claimed_by=None) | Q(claimed_by=user) | Q(claimed_at=None) | Q(claimed_at__lte=now - ttl)
+    return bool(Review.objects.filter(free, item=item).update(claimed_by=user, claimed_at=now))
 
 
 # --- Decisions --------------------------------------------------------------------------------------

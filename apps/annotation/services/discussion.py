@@ -23,20 +23,19 @@ from django.utils import timezone
 from apps.accounts.models import Study, User
 
 from .. import payload as pl
+from .. import writes
 from ..models import (
     Annotation,
     Assignment,
     AssignmentStatus,
     BlindRecord,
     BlindValue,
-    LabelValue,
     Revision,
     Round,
     RoundPhase,
 )
 from ..phases import discusses, in_discussion, is_blind
 from ..signals import annotation_submitted
-from ..writes import write_findings
 from .common import (
     AlreadyDecided,
     AnnotationError,
@@ -244,14 +243,12 @@ def revise_annotation(
             memo_after=clean.memo,
             imported=imported,
         )
-        LabelValue.objects.filter(finding__annotation=annotation).delete()
-        annotation.findings.all().delete()
-        annotation.memo = clean.memo
-        annotation.draft = {}
-        annotation.updated_at = now
-        annotation.codebook_version = book.version
-        annotation.save(update_fields=["memo", "draft", "updated_at", "codebook_version"])
-        write_findings([(annotation, clean.findings)], book)
+        writes.replace_labels(
+            annotation,
+            clean.findings,
+            book,
+            {"memo": clean.memo, "draft": {}, "updated_at": now, "codebook_version": book.version},
+        )
         annotation_submitted.send(
             sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
         )

@@ -22,13 +22,12 @@ from ..models import (
     Annotation,
     Assignment,
     AssignmentStatus,
-    Finding,
     Round,
     RoundItem,
     SampleMethod,
 )
 from ..signals import annotation_submitted
-from ..writes import write_findings
+from ..writes import ImportedLabels, replace_imported_labels
 from .common import (
     ImportLabelsError,
     LoadedCodebook,
@@ -485,10 +484,7 @@ def _apply_import(
     Assignment.objects.filter(
         pk__in=[a.pk for a, _, _ in writes if a.status != AssignmentStatus.SUBMITTED]
     ).update(status=AssignmentStatus.SUBMITTED, submitted_at=now)
-    stale = [ann.pk for _, ann, _ in writes if ann is not None]
-    Finding.objects.filter(annotation_id__in=stale).delete()
-    to_write: list[tuple[Annotation, Sequence[Mapping[str, pl.Value]]]] = []
-    originals: dict[tuple[int, int, str, str], str] = {}
+    to_write: list[ImportedLabels] = []
     for assignment, annotation, plan in writes:
         if annotation is None:
             annotation = Annotation(assignment=assignment, started_at=now)
@@ -503,12 +499,9 @@ def _apply_import(
         annotation.submitted_at = annotation.submitted_at or now
         annotation.updated_at = now
         annotation.imported = True
-        annotation.save()
-        to_write.append((annotation, plan.findings))
-        for (number, dim, key), original in plan.originals.items():
-            originals[(annotation.pk, number, dim, key)] = original
-    write_findings(to_write, book, originals)
-    for annotation, _ in to_write:
+        to_write.append((annotation, plan.findings, plan.originals))
+    replace_imported_labels(to_write, book)
+    for annotation, _, _ in to_write:
         annotation_submitted.send(
             sender=Annotation, annotation=annotation, item_id=annotation.assignment.item_id
         )

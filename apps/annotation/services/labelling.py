@@ -17,13 +17,13 @@ from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Codebook
 
 from .. import payload as pl
+from .. import writes
 from ..models import (
     Annotation,
     Assignment,
     AssignmentStatus,
 )
 from ..signals import annotation_submitted
-from ..writes import write_findings
 from . import submit_sql
 from .common import (
     MAX_DRAFT_CHARS,
@@ -65,17 +65,15 @@ def save_draft(assignment: Assignment, user: User, data: Mapping[str, Any]) -> A
         annotation = Annotation.objects.filter(assignment=locked).first()
         now = timezone.now()
         if annotation is None:
-            return Annotation.objects.create(assignment=locked, draft=draft, started_at=now, updated_at=now)
+            return writes.start_draft(locked, draft, now)
         if annotation.submitted_at is not None:
             book = load_codebook(locked.study)
             stored = pl.normal_form(stored_labels(annotation, book), annotation.memo)
             if _draft_normal_form(draft, book) == stored:
                 if annotation.draft:
-                    annotation.draft = {}
-                    annotation.save(update_fields=["draft"])
+                    writes.set_draft(annotation, {})
                 return None
-        annotation.draft = draft
-        annotation.save(update_fields=["draft"])
+        writes.set_draft(annotation, draft)
         return annotation
 
 
@@ -198,20 +196,24 @@ def submit_annotation(
             stored = pl.normal_form(stored_labels(annotation, book), annotation.memo)
             if stored == clean.to_json():
                 if annotation.draft:
-                    annotation.draft = {}
-                    annotation.save(update_fields=["draft"])
+                    writes.set_draft(annotation, {})
                 return SubmitResult(annotation, created=False, changed=False)
         created = annotation is None or annotation.submitted_at is None
         spent = _seconds(annotation, seconds_spent, now)
-        fields = {"memo": clean.memo, "draft": {}, "codebook_version": book.version, "updated_at": now}
+        fields: dict[str, Any] = {
+            "memo": clean.memo,
+            "draft": {},
+            "codebook_version": book.version,
+            "updated_at": now,
+        }
         if annotation is None:
             fields.update(assignment=locked, started_at=now, submitted_at=now, seconds_spent=spent)
             if connection.vendor == "postgresql":  # the assignment's row lock keeps a twin request waiting
-                annotation = Annotation.objects.create(**fields)
+                annotation = writes.create_annotation(fields)
             else:
                 try:
                     with transaction.atomic():
-                        annotation = Annotation.objects.create(**fields)
+                        annotation = writes.create_annotation(fields)
                 except IntegrityError:
                     # Only without row locks (SQLite) can a twin request get here first: start again.
                     return submit_annotation(
@@ -222,19 +224,14 @@ def submit_annotation(
                         seconds_spent=seconds_spent,
                         study=study,
                     )
+            writes.write_findings([(annotation, clean.findings)], book)
         else:
             if not created:
-                # Only a submission writes findings (submit, import), and submitted_at is never cleared:
-                # an annotation not yet submitted (a draft) has none to delete, so skip the query.
-                annotation.findings.all().delete()
                 spent = min(MAX_SECONDS_PER_ITEM * 10, (annotation.seconds_spent or 0) + spent)
-            for name, value in fields.items():
-                setattr(annotation, name, value)
-            annotation.submitted_at = annotation.submitted_at or now
-            annotation.seconds_spent = spent
-            annotation.imported = False
-            annotation.save()
-        write_findings([(annotation, clean.findings)], book)
+            fields.update(submitted_at=annotation.submitted_at or now, seconds_spent=spent, imported=False)
+            # Only a submission writes findings (submit, import), and submitted_at is never cleared: an
+            # annotation not yet submitted (a draft) has none to delete, so the delete is skipped.
+            writes.replace_labels(annotation, clean.findings, book, fields, had_findings=not created)
         locked.status = AssignmentStatus.SUBMITTED
         locked.submitted_at = locked.submitted_at or now
         locked.save(update_fields=["status", "submitted_at"])

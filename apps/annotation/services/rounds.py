@@ -26,6 +26,7 @@ from ..models import (
     SampleMethod,
 )
 from ..sampling import SamplingError, assign_balanced, draw_sample, rebalance_open
+from ..writes import delete_drafts
 from .common import RoundError, lock_study
 
 STRATUM_MISSING = "(none)"
@@ -385,7 +386,7 @@ def _rebalance(round_: Round, names: list[str], seed: int) -> int:
     ids = {(item, name): pk for pk, item, name, _ in rows}
     users = {u.username: u for u in User.objects.filter(username__in=names)}
     moving = {ids[(m.item_id, m.from_annotator)]: users[m.to_annotator] for m in moves}
-    Annotation.objects.filter(assignment_id__in=list(moving), submitted_at__isnull=True).delete()
+    delete_drafts(moving)
     objects = list(Assignment.objects.filter(pk__in=list(moving)))
     for assignment in objects:
         assignment.annotator = moving[assignment.pk]
@@ -419,7 +420,7 @@ def reassign(assignment: Assignment, to_user: User, *, actor: User | None = None
         study_members(locked.study, [to_user.username])
         if Assignment.objects.filter(round=locked.round, item_id=locked.item_id, annotator=to_user).exists():
             raise RoundError(f"{to_user.username} already has this item in {locked.round}.")
-        Annotation.objects.filter(assignment=locked, submitted_at__isnull=True).delete()
+        delete_drafts([locked.pk])
         locked.annotator = to_user
         locked.save(update_fields=["annotator"])
     return locked
