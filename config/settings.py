@@ -242,6 +242,23 @@ MODEL_API_KEY_ENVS = env.list(
     ],
 )
 
+# The servers a lead may point a model rater at from the browser: URL prefixes (scheme, host, port, and a
+# path the base URL must start with), or "*" for any. The worker sends each item's text there, and an
+# address inside the operator's network would let a lead reach it, so production lists the hosted
+# providers only; development (one person's machine, a local Ollama or vLLM) allows any. The command
+# line may name any server.
+MODEL_BASE_URLS = env.list(
+    "MODEL_BASE_URLS",
+    default=[
+        "https://api.openai.com/v1",
+        "https://openrouter.ai/api/v1",
+        "https://api.together.xyz/v1",
+        "https://api.groq.com/openai/v1",
+    ]
+    if PRODUCTION
+    else ["*"],
+)
+
 GITLAB_API_URLS = env.list("GITLAB_API_URLS", default=["https://gitlab.com/api/v4"])
 
 # Security headers. CSP: no inline script anywhere; htmx is vendored and loaded from 'self'.

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
 from django.db import transaction
@@ -94,14 +95,35 @@ def key_env_allowed(name: str) -> bool:
     return not name or name in django_settings.MODEL_API_KEY_ENVS or name.startswith("MODEL_KEY_")
 
 
+def base_url_allowed(url: str) -> bool:
+    """Whether a lead may point a rater at this server from the browser: `MODEL_BASE_URLS` holds ``*``, or
+    an entry with the same scheme, host and port whose path the URL's path starts with (at a ``/``)."""
+    allowed = django_settings.MODEL_BASE_URLS
+    if "*" in allowed:
+        return True
+    try:
+        asked = urlsplit(url.strip())
+        port = asked.port
+    except ValueError:
+        return False
+    for entry in allowed:
+        prefix = urlsplit(entry.strip())
+        if (asked.scheme, asked.hostname, port) != (prefix.scheme, prefix.hostname, prefix.port):
+            continue
+        base, path = prefix.path.rstrip("/"), asked.path.rstrip("/")
+        if path == base or path.startswith(base + "/"):
+            return True
+    return False
+
+
 def add_model_rater(
     study: Study, name: str, settings: RaterSettings, *, actor: User | None, from_browser: bool = False
 ) -> ModelRater:
     """Add a model rater to the study. Raises RaterError for a bad name (taken by another rater or by a
     user, whose labels it would be confused with) or bad settings. An API key variable that is not set
     in this process is accepted (the worker may have it), never read here. `from_browser`: a lead, not
-    the operator of the server, asks, so the key variable must be one `key_env_allowed` accepts (the
-    command line and the operator's own scripts may name any)."""
+    the operator of the server, asks, so the key variable must be one `key_env_allowed` accepts and the
+    server one `base_url_allowed` accepts (the command line and the operator's own scripts may name any)."""
     problems = [] if NAME_PATTERN.match(name) else [
         f"the name must be 1 to 64 letters, digits, '.', '_' or '-', from a letter or digit, got {name!r}"
     ]  # fmt: skip
@@ -111,6 +133,11 @@ def add_model_rater(
         problems.append(
             f"the API key variable {settings.api_key_env!r} is not one this server lets a study use: name "
             f"one of {allowed} or a variable starting with MODEL_KEY_ (the operator sets MODEL_API_KEY_ENVS)"
+        )
+    if from_browser and settings.base_url.strip() and not base_url_allowed(settings.base_url):
+        problems.append(
+            f"the base URL {settings.base_url.strip()!r} is not a server this installation lets a study use: "
+            f"name one of {', '.join(django_settings.MODEL_BASE_URLS)} (the operator sets MODEL_BASE_URLS)"
         )
     if ModelRater.objects.filter(study=study, name=name).exists():
         problems.append(f"study {study.slug} already has a model rater named {name!r}")

@@ -4,10 +4,14 @@ any of it, and a key is never asked for, only the name of its variable."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -17,6 +21,7 @@ from apps.corpus.models import Item
 from apps.raters import client as model_client
 from apps.raters.models import ModelRater, ModelRun
 from apps.raters.runs import create_model_run
+from apps.raters.services import base_url_allowed
 from tests.conftest import login
 from tests.raters.fake_openai import FakeServer, fake_server
 from tests.raters.test_runs import answer
@@ -142,3 +147,62 @@ def test_out_of_range_run_numbers_are_refused_not_overflowed(
     assert response.status_code == 400 and "Seed" in response.content.decode()
     assert client.post(url, {"scope": "round", "round": "1", "limit": "3000000000"}).status_code == 400
     assert not ModelRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("https://api.openai.com/v1/", True),
+        ("https://api.openai.com/v1/deployments/x", True),
+        ("https://api.openai.com/v10", False),  # a path prefix counts at a '/' only
+        ("http://api.openai.com/v1", False),  # another scheme
+        ("https://api.openai.com:8443/v1", False),  # another port
+        ("https://api.openai.com.evil.example/v1", False),
+        ("http://169.254.169.254/latest", False),
+        ("http://127.0.0.1:11434/v1", True),
+        ("http://127.0.0.1:11435/v1", False),
+        ("http://127.0.0.1:notaport/v1", False),
+    ],
+)
+def test_a_base_url_is_allowed_only_by_an_entry_of_model_base_urls(
+    settings: Any, url: str, allowed: bool
+) -> None:
+    settings.MODEL_BASE_URLS = ["https://api.openai.com/v1", "http://127.0.0.1:11434/v1"]
+    assert base_url_allowed(url) is allowed
+    settings.MODEL_BASE_URLS = ["*"]
+    assert base_url_allowed(url)
+
+
+def test_a_lead_cannot_point_a_rater_at_a_server_the_operator_did_not_list(
+    client: Client, study: Study, lead: User, server: FakeServer, settings: Any
+) -> None:
+    settings.MODEL_BASE_URLS = ["https://api.openai.com/v1"]
+    login(client, lead)
+    response = _add(client, study, server)
+    text = response.content.decode()
+    assert response.status_code == 400 and "is not a server this installation lets a study use" in text
+    assert "https://api.openai.com/v1" in text and not ModelRater.objects.exists()
+    # The operator's command line may name any server.
+    call_command("add_model_rater", study.slug, "gpt", "--base-url", server.url, "--model", "gpt-test")
+    assert ModelRater.objects.get().base_url == server.url
+
+
+def test_production_lists_hosted_providers_and_development_any_server() -> None:
+    code = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'; "
+        "from django.conf import settings; print(settings.MODEL_BASE_URLS)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("MODEL_BASE_URLS", "DJANGO_ENV")}
+    development = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    production = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "DJANGO_ENV": "production", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": "example.org"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert development.stdout.strip() == "['*']"
+    assert "https://api.openai.com/v1" in production.stdout and "*" not in production.stdout
