@@ -8,6 +8,7 @@ class AdjudicationConfig(AppConfig):
     def ready(self) -> None:
         from apps.annotation import decided, outcomes
         from apps.annotation.signals import annotation_submitted
+        from apps.raters import gold
         from apps.taxonomy import label_stores
         from apps.taxonomy.signals import categories_merged, labels_reassigned
 
@@ -15,6 +16,7 @@ class AdjudicationConfig(AppConfig):
 
         decided.provide(readers.DECIDED)
         outcomes.provide(queries.discussion_outcome_data)
+        gold.provide(readers.gold_by_item)
         label_stores.register(label_stores.GOLD, readers.GOLD_STORE)
 
         annotation_submitted.connect(

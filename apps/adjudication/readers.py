@@ -4,9 +4,10 @@
   Review says ``decided``, or it has a current decision. The SQL fragments are what the hand-written
   statements of `annotation/services/submit_sql.py` embed; the `Q`s what its ORM reads filter on;
 * to the codebook, the gold labels on its categories (`GOLD_STORE`, a `taxonomy.label_stores.LabelStore`):
-  reads here, the one write, `move`, is `services.writes.move_gold_values`.
+  reads here, the one write, `move`, is `services.writes.move_gold_values`;
+* to the model raters, the gold labels a baseline learns from (`gold_by_item`, a `raters.gold.Reader`).
 
-Both are registered in `AdjudicationConfig.ready()`.
+All are registered in `AdjudicationConfig.ready()`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,23 @@ DECIDED = DecidedReader(
     review_decided=_review_decided,
     current_decision=_current_decision,
 )
+
+
+def gold_by_item(study_id: int) -> dict[int, dict[str, tuple[str, ...]]]:
+    """Each decided item's first-finding category keys per dimension key, from its current decision:
+    one query (`raters/gold.py`)."""
+    rows = (
+        DecisionValue.objects.filter(
+            finding__decision__study_id=study_id, finding__decision__is_current=True, finding__number=1
+        )
+        .order_by("finding__decision__item_id", "dimension_id", "category__key")
+        .values_list("finding__decision__item_id", "dimension__key", "category__key")
+    )
+    out: dict[int, dict[str, tuple[str, ...]]] = {}
+    for item_id, dimension, category in rows:
+        chosen = out.setdefault(item_id, {})
+        chosen[dimension] = (*chosen.get(dimension, ()), category)
+    return out
 
 
 def gold_rows() -> models.QuerySet[DecisionValue]:

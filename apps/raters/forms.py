@@ -9,6 +9,7 @@ from .services import RaterSettings
 
 KINDS = [
     (RaterKind.OPENAI.value, RaterKind.OPENAI.label),
+    (RaterKind.BASELINE.value, RaterKind.BASELINE.label),
     (RaterKind.IMPORTED.value, RaterKind.IMPORTED.label),
 ]
 

@@ -218,7 +218,8 @@ def _descendants(d: DimensionSpec, key: str) -> set[str]:
     return out
 
 
-def _applies(codebook: CodebookSpec, finding: Mapping[str, list[str]]) -> set[str]:
+def applicable_dimensions(codebook: CodebookSpec, finding: Mapping[str, Sequence[str]]) -> set[str]:
+    """The dimensions that apply to a finding given its labels (`applies_when`, in codebook order)."""
     by_key = {d.key: d for d in codebook.dimensions}
     applies: set[str] = set()
     for d in codebook.dimensions:  # in order; applies_when points to an earlier dimension or none
@@ -264,7 +265,7 @@ def check_answer(codebook: CodebookSpec, text: str) -> CheckedAnswer | Refusal:
             if unknown:
                 return Refusal(f"finding {number}, {key}: unknown category {unknown[0]!r}")
             chosen[key] = list(dict.fromkeys(values))
-        applies = _applies(codebook, chosen)
+        applies = applicable_dimensions(codebook, chosen)
         stray = [k for k in chosen if k not in applies]
         if stray:
             return Refusal(f"finding {number}: dimension {stray[0]!r} does not apply given the other labels")

@@ -32,6 +32,7 @@ from apps.taxonomy.codebook_spec import CodebookSpec
 from apps.taxonomy.index import CodebookIndex
 
 from . import client
+from .baseline_runs import baseline_work
 from .models import AnswerStatus, ModelAnswer, ModelLabel, ModelRater, ModelRun, RaterKind, RunScope
 from .prompts import PROMPT_VERSION, CheckedAnswer, ItemText, Prompt, build_prompt, check_answer, prompt_hash
 from .services import RaterError, api_key_of
@@ -59,8 +60,10 @@ def create_model_run(
     without a seed or larger than the study, a limit below 1, or a study without a codebook."""
     if rater.study_id != study.pk:
         raise RaterError(f"{rater.name!r} is not a model rater of study {study.slug}")
-    if rater.kind != RaterKind.OPENAI:
-        raise RaterError(f"{rater.name!r} is a {rater.get_kind_display()} rater: it has no server to run")
+    if rater.kind == RaterKind.IMPORTED:
+        raise RaterError(
+            f"{rater.name!r} is an imported rater: its labels come from a file, it has nothing to run"
+        )
     scopes = [round_number is not None, sample_size is not None, unlabelled]
     if sum(scopes) != 1:
         raise RaterError("give exactly one of a round, a sample with its seed, or the unlabelled items")
@@ -277,6 +280,9 @@ def execute_model_run(run: ModelRun, *, echo: Callable[[str], None] | None = Non
     rater = ModelRater.objects.get(pk=run.rater_id)
     index = CodebookIndex.for_study(run.study)
     state = _Run(run, rater, index, index.spec())
+    if rater.kind == RaterKind.BASELINE:
+        run_job(run, lambda progress: baseline_work(state, progress), fields=_COUNTS, echo=echo)
+        return run
     openai_client = client.make_client(
         base_url=rater.base_url,
         api_key=api_key_of(rater),

@@ -66,6 +66,8 @@ class RaterSettings:
                 out.append("an OpenAI-compatible rater needs a model")
         elif self.base_url or self.model or self.api_key_env:
             out.append(f"a {self.kind} rater has no base URL, model or API key variable")
+        if self.kind == RaterKind.BASELINE and self.samples != 1:
+            out.append(f"the local baseline gives one answer per item (samples 1), got {self.samples}")
         if self.api_key_env and not ENV_PATTERN.match(self.api_key_env):
             out.append(
                 f"the API key variable must be the *name* of an environment variable (letters, digits, "

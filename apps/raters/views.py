@@ -46,7 +46,7 @@ def _context(study: Study, role: str, **extra: Any) -> dict[str, Any]:
         role,
         "models",
         raters=raters,
-        runnable=[r for r in raters if r.kind == RaterKind.OPENAI],
+        runnable=[r for r in raters if r.kind != RaterKind.IMPORTED],
         rounds=list(Round.objects.filter(study=study).values_list("number", flat=True)),
         runs=[run_row(run) for run in runs],
         rater_form=extra.pop("rater_form", None) or RaterForm(),
