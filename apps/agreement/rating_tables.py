@@ -36,6 +36,19 @@ def _unique_names(kind: str, names: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+def _check_rating(
+    item: object, annotator: str, label: str, declared: bool, categories: Sequence[str], annotators: Any
+) -> None:
+    """Refuse (ValueError naming the row) a rating of an undeclared category or by an unlisted annotator."""
+    if not declared:
+        raise ValueError(
+            f"label {label!r} (item {item!r}, annotator {annotator!r}) is not a declared "
+            f"category; declared: {', '.join(map(repr, categories))}"
+        )
+    if annotator not in annotators:
+        raise ValueError(f"annotator {annotator!r} (item {item!r}) is not one of the listed annotators")
+
+
 def _frozen(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
     array = np.array(array, copy=True)
     array.setflags(write=False)
@@ -97,15 +110,7 @@ class RatingTable:
         item_index: dict[str, int] = {}
         cells: dict[tuple[int, int], int] = {}
         for item, annotator, label in rows:
-            if label not in category_index:
-                raise ValueError(
-                    f"label {label!r} (item {item!r}, annotator {annotator!r}) is not a declared "
-                    f"category; declared: {', '.join(map(repr, categories))}"
-                )
-            if annotator not in annotator_index:
-                raise ValueError(
-                    f"annotator {annotator!r} (item {item!r}) is not one of the listed annotators"
-                )
+            _check_rating(item, annotator, label, label in category_index, categories, annotator_index)
             i = item_index.setdefault(item, len(item_index))
             key = (i, annotator_index[annotator])
             if key in cells:
@@ -185,15 +190,8 @@ class MultiRatingTable:
         rated_cells: set[tuple[int, int]] = set()
         chosen: list[tuple[int, int, int]] = []
         for item, annotator, label in rows:
-            if label != NO_CATEGORY and label not in category_index:
-                raise ValueError(
-                    f"label {label!r} (item {item!r}, annotator {annotator!r}) is not a declared "
-                    f"category; declared: {', '.join(map(repr, categories))}"
-                )
-            if annotator not in annotator_index:
-                raise ValueError(
-                    f"annotator {annotator!r} (item {item!r}) is not one of the listed annotators"
-                )
+            declared = label == NO_CATEGORY or label in category_index
+            _check_rating(item, annotator, label, declared, categories, annotator_index)
             i = item_index.setdefault(item, len(item_index))
             j = annotator_index[annotator]
             rated_cells.add((i, j))

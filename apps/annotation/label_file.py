@@ -21,9 +21,9 @@ in a :class:`LabelFileError` (at most `MAX_REPORTED` listed), each with its row,
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from apps.core.files import CsvFormatError, csv_records
 
@@ -197,18 +197,24 @@ def group_labels(
     return list(groups.values())
 
 
-def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
-    """Read a labels CSV (module docstring) into `LabelRow`s, or raise LabelFileError listing every
-    problem with its row, field and value. With `decisions`, `annotator` may be empty and no label may be
-    *pending*."""
-    text = text.removeprefix("\ufeff")
-    records_in = csv_records(io.StringIO(text, newline=""), row_width=_row_width)
+def open_csv(text: str, **options: Any) -> tuple[Iterator[tuple[int, list[str]]], list[str]]:
+    """A labels file's records (numbered rows) and its header, a byte-order mark dropped; LabelFileError
+    for an empty file or one that is not CSV. `options` go to `core.files.csv_records`."""
+    records = csv_records(io.StringIO(text.removeprefix("\ufeff"), newline=""), **options)
     try:
-        _, header = next(records_in)
+        _, header = next(records)
     except StopIteration:
         raise LabelFileError([LabelProblem(0, "header", "", "the file is empty")]) from None
     except CsvFormatError as exc:
         raise LabelFileError([LabelProblem(1, "header", "", f"not readable as CSV: {exc}")]) from None
+    return records, header
+
+
+def parse_labels_csv(text: str, *, decisions: bool) -> list[LabelRow]:
+    """Read a labels CSV (module docstring) into `LabelRow`s, or raise LabelFileError listing every
+    problem with its row, field and value. With `decisions`, `annotator` may be empty and no label may be
+    *pending*."""
+    records_in, header = open_csv(text, row_width=_row_width)
     columns = _columns(header)
     problems: list[LabelProblem] = []
     records: list[_Flat] = []

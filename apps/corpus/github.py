@@ -72,9 +72,11 @@ from .http import (
     PolicyError,
     RateLimited,
     RetriesExhausted,
+    ServiceError,
     Timeout,
     Transient,
     WaitCallback,
+    api_base,
     new_session,
 )
 
@@ -86,12 +88,8 @@ _NOT_FOUND_STATUSES = (404, 410, 451)
 _KIND_NAMES = {"pull_request": "pull request", "commit": "commit"}
 
 
-class GitHubError(Exception):
+class GitHubError(ServiceError):
     """A GitHub request failed. The message names the request (method and path), never the token."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class TokenRejected(GitHubError):
@@ -156,11 +154,7 @@ class GitHubClient:
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
-        parts = urlsplit(api_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an absolute http(s) API URL: {api_url!r}")
-        self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-        self._api_origin = (parts.scheme, parts.netloc)
+        self.api_url, self._api_origin = api_base(api_url)
         self._token = token or None
         self._session = session if session is not None else new_session()
         self._policy = HttpPolicy(

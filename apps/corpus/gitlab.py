@@ -33,7 +33,17 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import requests
 
 from .github_links import MAX_LINK_FILES, cut_patch, truncation_note
-from .http import HttpPolicy, PolicyError, RateLimited, RetriesExhausted, Transient, WaitCallback, new_session
+from .http import (
+    HttpPolicy,
+    PolicyError,
+    RateLimited,
+    RetriesExhausted,
+    ServiceError,
+    Transient,
+    WaitCallback,
+    api_base,
+    new_session,
+)
 from .records import CommentRecord, FileChange, ItemRecord, LinkRecord, canonical_url, parse_timestamp
 
 SOURCE_GITLAB = "gitlab"
@@ -43,12 +53,8 @@ _ISSUE_PATH = re.compile(r"^/(?P<project>.+?)/-/(?:issues|work_items)/(?P<iid>\d
 _PROJECT = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+$")
 
 
-class GitLabError(Exception):
+class GitLabError(ServiceError):
     """A GitLab request failed; the message names the request, never the token."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class TokenRejected(GitLabError):
@@ -169,11 +175,7 @@ class GitLabClient:
         on_wait: WaitCallback | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        parts = urlsplit(api_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an absolute http(s) API URL: {api_url!r}")
-        self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-        self._origin = (parts.scheme, parts.netloc)
+        self.api_url, self._origin = api_base(api_url)
         self._token = token or None
         self._session = session if session is not None else new_session()
         self._clock = clock

@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -68,6 +69,28 @@ DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
 DEFAULT_MAX_WAIT = 2 * 3600.0  # GitHub's primary limit resets within the hour; leave it room
 RETRY_AFTER_STATUSES = frozenset({403, 429, 503})
 RATE_LIMIT_STATUSES = frozenset({403, 429})
+
+
+class ServiceError(Exception):
+    """A request to a source's API failed: the base of each importer's errors (GitHub's, GitLab's, Jira's,
+    Stack Exchange's). The message names the request, never a token or key; `status` is the HTTP status
+    when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def api_base(api_url: str, what: str = "API") -> tuple[str, tuple[str, str]]:
+    """An API's base URL without a trailing slash, query or fragment, and its origin (scheme, host), the
+    only place a client sends its credentials. ValueError names a URL that is not absolute http(s)."""
+    parts = urlsplit(api_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"not an absolute http(s) {what} URL: {api_url!r}")
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")), (
+        parts.scheme,
+        parts.netloc,
+    )
 
 
 def new_session(user_agent: str = USER_AGENT) -> requests.Session:

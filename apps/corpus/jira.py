@@ -31,11 +31,20 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 import requests
 
-from .http import HttpPolicy, PolicyError, RateLimited, Transient, WaitCallback, new_session
+from .http import (
+    HttpPolicy,
+    PolicyError,
+    RateLimited,
+    ServiceError,
+    Transient,
+    WaitCallback,
+    api_base,
+    new_session,
+)
 from .jira_markup import adf_to_markdown, wiki_to_markdown
 from .records import BodyFormat, CommentRecord, ItemRecord, parse_timestamp
 
@@ -47,10 +56,8 @@ _FIELDS = ",".join(
 )  # fmt: skip
 
 
-class JiraError(Exception):
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+class JiraError(ServiceError):
+    pass
 
 
 class TokenRejected(JiraError):
@@ -173,12 +180,8 @@ class JiraClient:
         on_wait: WaitCallback | None = None,
         max_retries: int = 5,
     ) -> None:
-        parts = urlsplit(api_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an absolute http(s) Jira URL: {api_url!r}")
-        self.base_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-        self.cloud = parts.netloc.lower().endswith(".atlassian.net") if cloud is None else cloud
-        self._origin = (parts.scheme, parts.netloc)
+        self.base_url, self._origin = api_base(api_url, "Jira")
+        self.cloud = self._origin[1].lower().endswith(".atlassian.net") if cloud is None else cloud
         self._auth: str | None = None
         if token and user:
             self._auth = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode()

@@ -35,7 +35,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -57,9 +56,11 @@ from .http import (
     NoticeCallback,
     PolicyError,
     RetriesExhausted,
+    ServiceError,
     Timeout,
     Transient,
     WaitCallback,
+    api_base,
     new_session,
 )
 
@@ -77,7 +78,7 @@ _RETRYABLE_ERRORS = frozenset({"internal_error", "temporarily_unavailable"})
 _THROTTLE_SECONDS = re.compile(r"available in (\d+) seconds")
 
 
-class StackExchangeError(Exception):
+class StackExchangeError(ServiceError):
     """A Stack Exchange request failed; the message names the method and the API's error, never the key."""
 
 
@@ -210,10 +211,7 @@ class StackExchangeClient:
         clock: Callable[[], float] = time.time,
         max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
-        parts = urlsplit(api_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"not an absolute http(s) API URL: {api_url!r}")
-        self.api_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+        self.api_url, _ = api_base(api_url)
         self._key = key or None
         self._session = session if session is not None else new_session()
         self._policy = HttpPolicy(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from apps.core.jobs import JobFailed, JobProgress
 
-from . import baseline, client
+from . import client
 from .gold import gold_labels
 from .models import ModelAnswer
 from .prompts import Prompt, applicable_dimensions
@@ -32,6 +32,7 @@ def _text(title: str, body: str, comments: tuple[str, ...]) -> str:
 
 def baseline_work(state: _Run, progress: JobProgress) -> str:
     """The work of a baseline run (`core.jobs.run_job`): `state` holds the run, its codebook and `store`."""
+    from . import baseline  # scikit-learn takes a second to import: only a baseline run pays for it
     from .runs import _Ask, _item_texts, run_item_ids  # runs imports this module
 
     run, spec = state.run, state.spec

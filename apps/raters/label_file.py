@@ -14,12 +14,11 @@ value. Every problem is reported with its row (as a spreadsheet numbers it), fie
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from apps.annotation.label_file import LabelFileError, LabelProblem
-from apps.core.files import CsvFormatError, csv_records
+from apps.annotation.label_file import LabelFileError, LabelProblem, open_csv
+from apps.core.files import CsvFormatError
 
 REQUIRED = ("item", "dimension", "label")
 OPTIONAL = ("finding", "sample", "round")
@@ -61,13 +60,7 @@ def _whole(text: str, row: int, name: str, minimum: int, maximum: int, problems:
 def parse_model_labels(text: str) -> list[ModelAnswerRows]:
     """Read the CSV (module docstring) into answers in order of first appearance, or raise LabelFileError
     listing every problem."""
-    records = csv_records(io.StringIO(text.removeprefix("\ufeff"), newline=""))
-    try:
-        _, header = next(records)
-    except StopIteration:
-        raise LabelFileError([LabelProblem(0, "header", "", "the file is empty")]) from None
-    except CsvFormatError as exc:
-        raise LabelFileError([LabelProblem(1, "header", "", f"not readable as CSV: {exc}")]) from None
+    records, header = open_csv(text)
     columns = _columns(header)
     problems: list[LabelProblem] = []
     answers: dict[tuple[str, int | None, int], ModelAnswerRows] = {}

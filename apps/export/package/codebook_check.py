@@ -14,7 +14,7 @@ from apps.taxonomy.models import (
 )
 from apps.taxonomy.tree import TreeError
 
-from .reading import Problems, expect, read_time, text_field, username_field
+from .reading import Problems, expect, new_number, read_time, text_field, username_field
 
 
 @dataclass
@@ -182,11 +182,9 @@ def check_codebook(data: Any, problems: Problems, users: set[str]) -> PackageCod
         at = f"{where}.versions[{position}]"
         if not expect(raw, dict, at, problems):
             continue
-        number = raw.get("number")
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1 or number in numbers:
-            problems.add(f"{at}.number", f"expected a new whole number ≥ 1, got {number!r}")
+        number = new_number(raw, at, numbers, problems)
+        if number is None:
             continue
-        numbers.add(number)
         if not isinstance(raw.get("snapshot"), dict):
             problems.add(f"{at}.snapshot", "expected a codebook object")
         read_time(raw.get("created_at"), f"{at}.created_at", problems)

@@ -92,6 +92,17 @@ def stamp(value: Any) -> datetime:
     return read_time(value, "", Problems(), required=False) or timezone.now()
 
 
+def new_number(raw: Mapping[str, Any], at: str, numbers: set[int], problems: Problems) -> int | None:
+    """The entry's ``number``, a whole number ≥ 1 not seen before in `numbers` (added to it); None, with
+    the problem recorded at ``{at}.number``, otherwise."""
+    number = raw.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1 or number in numbers:
+        problems.add(f"{at}.number", f"expected a new whole number ≥ 1, got {number!r}")
+        return None
+    numbers.add(number)
+    return number
+
+
 def expect(data: Any, kind: type | tuple[type, ...], where: str, problems: Problems) -> bool:
     if isinstance(data, bool) and kind is int:
         problems.add(where, f"expected a whole number, got {data!r}")
@@ -258,11 +269,9 @@ def check_rounds(
         at = f"{where}.rounds[{position}]"
         if not expect(raw, dict, at, problems):
             continue
-        number = raw.get("number")
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1 or number in numbers:
-            problems.add(f"{at}.number", f"expected a new whole number ≥ 1, got {number!r}")
+        number = new_number(raw, at, numbers, problems)
+        if number is None:
             continue
-        numbers.add(number)
         if raw.get("method") not in SampleMethod.values:
             problems.add(
                 f"{at}.method", f"expected one of {', '.join(SampleMethod.values)}, got {raw.get('method')!r}"
