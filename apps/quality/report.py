@@ -22,7 +22,6 @@ A figure that cannot be computed is ``None`` with its reason in ``undefined``.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,9 +31,9 @@ from typing import Any
 from scipy.stats import false_discovery_control, fisher_exact
 
 from apps.agreement.metrics import RatingTable, cohen_kappa
+from apps.raters.gold_metrics import wilson_interval
 
 PENDING = "pending"
-Z95 = 1.959963984540054
 ALPHA = 0.05
 NO_GOLD = "no gold check labelled (gold checks are not built yet: docs/quality.md)"
 FAST_WORDS_PER_SECOND = 10
@@ -142,19 +141,6 @@ class ReportRow:
 
 def _blank(value: float | None) -> str | float:
     return "" if value is None else value
-
-
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion (95 % by default); None when n is 0."""
-    if n <= 0:
-        return None
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must lie in [0, {n}], got {successes}")
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def value_name(value: frozenset[str]) -> str:

@@ -10,6 +10,8 @@ no query an annotator's page runs reads them (`visibility.round_is_blind`).
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -19,6 +21,20 @@ from apps.annotation.models import Round
 from apps.core.models import Job
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Dimension
+
+
+def public_netloc(url: str) -> str:
+    """The host and port of a URL, without the user and password it may carry ("" for none)."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host
 
 
 class RaterKind(models.TextChoices):
@@ -77,10 +93,9 @@ class ModelRater(models.Model):
 
     @property
     def host(self) -> str:
-        """The server's host (what the replication package records: never a key, never a path)."""
-        from urllib.parse import urlsplit
-
-        return urlsplit(self.base_url).netloc if self.base_url else ""
+        """The server's host and port (what the pages and the replication package show: never the user
+        and password a URL may carry, never a path)."""
+        return public_netloc(self.base_url)
 
 
 class AnswerStatus(models.TextChoices):

@@ -22,7 +22,7 @@ from .models import AnswerStatus, ModelAnswer, ModelLabel, ModelRater
 SAMPLE_SEPARATOR = "#"
 _SAMPLES_PER_RATER = 1000
 
-__all__ = ["ModelColumn", "column_id", "model_columns", "model_label_rows", "rater_names"]
+__all__ = ["ModelColumn", "column_id", "item_labels", "model_columns", "model_label_rows", "rater_names"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +108,25 @@ def model_label_rows(
             if (rater_id, sample, item_id, round_number) not in latest:  # a round's own answer wins
                 rows.append((round_number, item_id, column, finding, dimension_id, category_id))
     return rows
+
+
+def item_labels(rater: ModelRater) -> dict[int, dict[str, frozenset[str]]]:
+    """The rater's labels per item as one judgement, for a comparison with the gold decisions: its sample
+    0, the latest valid answer of each item whatever the round, category keys per dimension key (all
+    findings together)."""
+    latest: dict[int, int] = {}
+    for answer_id, item_id in (
+        ModelAnswer.objects.filter(rater=rater, sample=0, status=AnswerStatus.VALID)
+        .order_by("item_id", "created_at", "pk")
+        .values_list("pk", "item_id")
+    ):
+        latest[item_id] = answer_id  # ordered: the last one seen is the latest
+    by_answer = {answer_id: item_id for item_id, answer_id in latest.items()}
+    out: dict[int, dict[str, set[str]]] = {}
+    labels = ModelLabel.objects.filter(
+        answer__rater=rater, answer__sample=0, answer__status=AnswerStatus.VALID
+    )
+    for answer_id, dimension, category in labels.values_list("answer_id", "dimension__key", "category__key"):
+        if answer_id in by_answer:  # an older answer of the item is not its judgement
+            out.setdefault(by_answer[answer_id], {}).setdefault(dimension, set()).add(category)
+    return {item: {d: frozenset(keys) for d, keys in dims.items()} for item, dims in out.items()}

@@ -42,6 +42,7 @@ from ..counts import CountAccumulator, counts_latex, counts_markdown
 from ..json_text import ItemJson
 from ..rows import ExportOptions, StudyReader, count_item, dimension_trees, iso
 from ..services import Written, source_labels
+from .models import write_models
 from .report import agreement_markdown, readme_text
 
 PACKAGE_FORMAT = "taxonomist-replication-package"
@@ -473,6 +474,8 @@ def build_package(
         _write_text(directory / "codebook.json", dump_json(codebook_data(study, index)))
         _write_text(directory / "sampling.json", dump_json(sampling_data(study)))
         _write_text(directory / "discussion.json", dump_json(discussion_data(study)))
+        note("Writing the model raters…")
+        models = write_models(study, directory, index, dump_json)
         n_items = 0
         with (directory / "items.jsonl").open("w", encoding="utf-8", newline="") as handle:
             for line in item_lines(study):
@@ -533,7 +536,7 @@ def build_package(
             ),
         )
         files = {}
-        for name in (README, *DATASET_FILES, *paper):
+        for name in (README, *DATASET_FILES, *models, *paper):
             digest, size = _hash_file(directory / name)
             files[name] = {"sha256": digest, "bytes": size}
         manifest = {
@@ -548,5 +551,5 @@ def build_package(
         }
         _write_text(directory / MANIFEST, dump_json(manifest))
         note("Writing the zip…")
-        write_zip(directory, [README, MANIFEST, *DATASET_FILES, *paper], path)
+        write_zip(directory, [README, MANIFEST, *DATASET_FILES, *models, *paper], path)
     return Written(rows, decided)

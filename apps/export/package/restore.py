@@ -34,9 +34,11 @@ with their roles.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -44,9 +46,10 @@ from apps.accounts.models import Membership, Study, User
 from apps.accounts.services import new_slug_problem
 from apps.annotation.services.package import FILE as DISCUSSION
 from apps.annotation.services.package import restore_discussion, usernames
+from apps.raters.package import ANSWERS_FILE, RATERS_FILE, PlannedAnswer, check_models, restore_models
 from apps.taxonomy.models import Dimension
 
-from .codebook_check import check_codebook
+from .codebook_check import PackageCodebook, check_codebook
 from .labels import PlannedAnnotation, PlannedDecision, read_annotations, read_decisions
 from .reading import (
     PackageError,
@@ -56,6 +59,7 @@ from .reading import (
     json_file,
     open_package,
     read_items,
+    text_lines,
     verify,
 )
 from .restore_items import write_items
@@ -74,6 +78,7 @@ class ImportedStudy:
     decisions: int
     codebook_version: int
     placeholders: tuple[str, ...]
+    model_answers: int = 0
 
     def summary(self) -> str:
         made = (
@@ -81,11 +86,33 @@ class ImportedStudy:
             if self.placeholders
             else ""
         )
+        models = f", {self.model_answers} model answers" if self.model_answers else ""
         return (
             f"Study {self.study.slug!r} created: {self.items} items, {self.rounds} rounds, "
-            f"{self.annotations} submitted annotations, {self.decisions} decisions, codebook version "
+            f"{self.annotations} submitted annotations, {self.decisions} decisions{models}, codebook version "
             f"{self.codebook_version}{made}."
         )
+
+
+def _check_models(
+    archive: zipfile.ZipFile,
+    book: PackageCodebook | None,
+    urls: Collection[str],
+    round_numbers: Collection[int],
+    problems: Problems,
+) -> tuple[list[dict[str, Any]], list[PlannedAnswer]]:
+    """The package's model raters and answers (`raters/package.py`), checked; none in a package without
+    a ``models/`` folder (every package before it, and a study without model raters)."""
+    names = set(archive.namelist())
+    if RATERS_FILE not in names or book is None:
+        return [], []
+    lines = text_lines(archive, ANSWERS_FILE) if ANSWERS_FILE in names else iter(())
+    raters, answers, found = check_models(
+        json_file(archive, RATERS_FILE, problems), lines, urls, round_numbers, book.index
+    )
+    for where, message in found:
+        problems.add(where, message)
+    return raters, answers
 
 
 def import_study(
@@ -125,6 +152,7 @@ def import_study(
         if book is not None:
             annotations = read_annotations(archive, book, urls, round_numbers, problems, users)
             decisions = read_decisions(archive, book, urls, round_numbers, problems, users)
+        model_raters, model_answers = _check_models(archive, book, urls, round_numbers, problems)
         problems.raise_if_any()
         assert book is not None
         with transaction.atomic():
@@ -170,6 +198,7 @@ def import_study(
             )
             write_decisions(target, decisions, written.sources)
             restore_discussion(study, discussion or {}, item_ids, user_map)
+            n_model_answers = restore_models(study, model_raters, model_answers, item_ids, round_ids)
             say("Bringing the review state of undecided items up to date…")
             undecided_reviews(target, written.undecided)
     result = ImportedStudy(
@@ -180,6 +209,7 @@ def import_study(
         decisions=len(decisions),
         codebook_version=book.index.version,
         placeholders=tuple(placeholders),
+        model_answers=n_model_answers,
     )
     say(result.summary())
     return result
