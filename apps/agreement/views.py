@@ -25,7 +25,20 @@ from apps.taxonomy.index import CodebookIndex
 from . import dashboard_figures as page
 from . import services
 from .models import AgreementSnapshot
+from .models_report import comparison_rows, models_agreement
 from .services import ALL_ROUNDS, RatingsError
+
+
+@login_required
+@require_GET
+def models_comparison(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Each model rater against the people and the gold decisions (leads only: a model's output is never
+    an annotator's to see), computed on request from the current labels."""
+    study, role = access_study(request.user, slug, lead=True)
+    index = CodebookIndex.for_study(study)
+    names = {d.key: d.name for d in index.dimensions}
+    rows = comparison_rows(models_agreement(study, index), names) if index.dimensions else []
+    return render(request, "agreement/models.html", study_context(study, role, "agreement", rows=rows))
 
 
 def _actor(request: HtmxHttpRequest) -> User | None:

@@ -1,0 +1,61 @@
+"""The Models comparison screen (#21 point 4): each model against the people and the decisions, for
+leads only; fed here by the local baseline's run on a decided round."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from apps.accounts.models import Study, User
+from apps.agreement.models_report import comparison_rows, models_agreement
+from apps.corpus.models import Item
+from apps.raters.models import RaterKind
+from apps.raters.runs import create_model_run, execute_model_run
+from apps.raters.services import RaterSettings, add_model_rater
+from apps.taxonomy.index import CodebookIndex
+from tests.conftest import login
+from tests.raters.test_baseline_runs import decided  # noqa: F401  (ten decided items, round 1)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rated(study: Study, decided: list[Item]) -> Study:  # noqa: F811
+    rater = add_model_rater(study, "tfidf", RaterSettings(kind=RaterKind.BASELINE), actor=None)
+    execute_model_run(create_model_run(study, rater, round_number=1, actor=None))
+    return study
+
+
+def test_each_model_is_compared_with_the_people_and_the_decisions(rated: Study) -> None:
+    index = CodebookIndex.for_study(rated)
+    report = models_agreement(rated, index)
+    assert report["people"] == ["alice"]
+    rows = {row.dimension: row for row in comparison_rows(report, {"kind": "Kind"})}
+    kind = rows["kind"]
+    assert (kind.rater, kind.dimension_name, kind.n_items, kind.gold_n) == ("tfidf", "Kind", 10, 10)
+    # alice's labels are the decisions, so the model's kappa with her is its kappa with the decisions
+    gold = report["raters"]["tfidf"]["kind"]["gold"]
+    assert kind.gold_accuracy == gold["accuracy"] and kind.gold_accuracy >= 0.8
+    pair = report["raters"]["tfidf"]["kind"]["with_people"]["pairwise"][0]
+    assert {pair["a"], pair["b"]} == {"alice", "tfidf"} and kind.kappa_with_people == pair["cohen_kappa"]
+    assert kind.kappa_people is None and kind.passed is None  # one person: nothing to compare or test
+    assert rows["symptom"].dimension_name == "symptom"  # a key without a name shows the key
+
+
+def test_leads_see_the_comparison_and_annotators_never_do(
+    client: Client, rated: Study, lead: User, annotator_a: User, outsider: Any
+) -> None:
+    url = reverse("agreement:models", args=[rated.slug])
+    page = login(client, lead).get(url)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'data-rater="tfidf" data-dimension="kind"' in text and "Replaces one annotator?" in text
+    assert (
+        reverse("agreement:models", args=[rated.slug])
+        in login(client, lead).get(reverse("agreement:dashboard", args=[rated.slug])).content.decode()
+    )
+    assert login(client, annotator_a).get(url).status_code == 403
+    assert login(client, outsider).get(url).status_code == 404
