@@ -5,13 +5,15 @@ each dimension from the study's decided items (the gold labels) and predicts the
 
 Cross-fitting: the decided items are split into `folds` folds (a seeded shuffle); a decided item is
 predicted by the model fitted on the other folds, so no item is ever predicted by a model that saw its
-label; an item not decided is predicted by the model fitted on every decided item. The vocabulary is
-fitted on the training texts only.
+label; an item not decided is predicted by the model fitted on every decided item. The TF-IDF features
+(words, sublinear term frequency) are fitted once on every text the run holds, decided
+or not: they use no label, so nothing of an item's label reaches its own prediction, and one fit
+instead of one per fold keeps 10,000 items within seconds (docs/performance.md).
 
-Per dimension: a single-choice dimension is a multinomial logistic regression over its categories; a
-multiple-choice one is one logistic regression per category (one-vs-rest), each category kept whose
-probability is at least one half, and the likeliest one when none is. A training set with one category
-only predicts that category. Fitting is deterministic for a given seed (liblinear/lbfgs are).
+Per dimension: a linear support-vector classifier (liblinear, one-vs-rest); a single-choice dimension
+takes the highest-scoring category; a multiple-choice one every category with a positive score, and the
+highest-scoring one when none has. A training set with one category only predicts that category.
+Fitting is deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
+from sklearn.svm import LinearSVC
 
 BASELINE_VERSION = 1
 DEFAULT_FOLDS = 5
-MODEL_ID = f"tfidf-logreg-v{BASELINE_VERSION}"
-MAX_FEATURES = 50_000
+MODEL_ID = f"tfidf-linearsvc-v{BASELINE_VERSION}"
 
 
 class BaselineError(ValueError):
@@ -63,37 +66,43 @@ def fingerprint(
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _vectorizer() -> TfidfVectorizer:
-    return TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=1, max_features=MAX_FEATURES)
+def _features(corpus: Sequence[str]) -> Any:
+    """TF-IDF of the words that occur in two texts or more (sublinear term frequency, L2-normalised); a
+    corpus where none does gives one all-zero column (the classifiers then learn the majority).
+
+    Words only: word pairs made the matrix twice as dense and the fits twice as slow for little gain on
+    issue texts (bench/bench_baseline.py), and a vocabulary of pairs took 19 s to build at 10,000 items."""
+    try:
+        return TfidfVectorizer(sublinear_tf=True, min_df=2, dtype=np.float32).fit_transform(corpus)
+    except ValueError:  # "empty vocabulary": no word occurs twice
+        return csr_matrix((len(corpus), 1), dtype=np.float32)
 
 
 def _fit_predict(
-    train_texts: Sequence[str], train_labels: Sequence[tuple[str, ...]], texts: Sequence[str], multiple: bool
+    x_train: Any, train_labels: Sequence[tuple[str, ...]], x: Any, multiple: bool, seed: int
 ) -> list[tuple[str, ...]]:
     classes = sorted({c for labels in train_labels for c in labels})
+    n = x.shape[0]
     if len(classes) == 1:
-        return [(classes[0],)] * len(texts)
-    vectorizer = _vectorizer()
-    x_train = vectorizer.fit_transform(train_texts)
-    x = vectorizer.transform(texts)
+        return [(classes[0],)] * n
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if not multiple:
-            model = LogisticRegression(max_iter=2000)
+            model = LinearSVC(random_state=seed, dual=True)
             model.fit(x_train, [labels[0] for labels in train_labels])
             return [(str(c),) for c in model.predict(x)]
-        probabilities = np.zeros((len(texts), len(classes)))
+        scores = np.full((n, len(classes)), -np.inf)
         for j, category in enumerate(classes):
             y = np.array([category in labels for labels in train_labels])
             if y.all() or not y.any():
-                probabilities[:, j] = float(y[0])
+                scores[:, j] = 1.0 if y[0] else -1.0
                 continue
-            model = LogisticRegression(max_iter=2000)
+            model = LinearSVC(random_state=seed, dual=True)
             model.fit(x_train, y)
-            probabilities[:, j] = model.predict_proba(x)[:, list(model.classes_).index(True)]
+            scores[:, j] = model.decision_function(x)
     out = []
-    for row in probabilities:
-        chosen = [classes[j] for j in np.flatnonzero(row >= 0.5)]
+    for row in scores:
+        chosen = [classes[j] for j in np.flatnonzero(row > 0)]
         out.append(tuple(chosen) if chosen else (classes[int(np.argmax(row))],))
     return out
 
@@ -116,6 +125,13 @@ def predict(
     out: dict[int, dict[str, tuple[str, ...]]] = {t: {} for t in targets}
     order = np.random.default_rng(seed).permutation(np.array(sorted(gold), dtype=np.int64))
     predicted_any = False
+    rows: dict[int, int] = {}
+    corpus: list[str] = []
+    for item in [*sorted(gold), *targets]:
+        if item not in rows and item in texts:
+            rows[item] = len(corpus)
+            corpus.append(texts[item])
+    matrix = _features(corpus) if corpus else None
     for dimension in dimensions:
         train = [int(i) for i in order if gold[int(i)].get(dimension.key)]
         if len(train) < 2:
@@ -127,15 +143,18 @@ def predict(
         for target in targets:
             groups.setdefault(fold_of.get(target), []).append(target)
         for fold, members in sorted(groups.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
-            fit = train if fold is None else [i for i in train if fold_of[i] != fold]
-            labels = _fit_predict(
-                [texts[i] for i in fit],
-                [gold[i][dimension.key] for i in fit],
-                [texts[t] for t in members],
+            fit = sorted(train) if fold is None else sorted(i for i in train if fold_of[i] != fold)
+            labels = [gold[i][dimension.key] for i in fit]
+            assert matrix is not None  # there are training items, so texts
+            chosen = _fit_predict(
+                matrix[[rows[i] for i in fit]],
+                labels,
+                matrix[[rows[t] for t in members]],
                 dimension.multiple,
+                seed,
             )
-            for target, chosen in zip(members, labels, strict=True):
-                out[target][dimension.key] = chosen
+            for target, value in zip(members, chosen, strict=True):
+                out[target][dimension.key] = value
     if not predicted_any:
         raise BaselineError(
             "the baseline learns from decided items: decide at least two items (in each dimension to "

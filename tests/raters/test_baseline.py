@@ -1,4 +1,4 @@
-"""The local baseline (apps/raters/baseline.py, pure): TF-IDF and logistic regression per dimension,
+"""The local baseline (apps/raters/baseline.py, pure): TF-IDF and a linear SVM per dimension,
 cross-fitted so that no decided item is predicted by a model that saw its label."""
 
 from __future__ import annotations

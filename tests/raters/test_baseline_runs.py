@@ -59,7 +59,7 @@ def test_a_baseline_run_answers_every_item_of_a_round_from_the_decisions_it_did_
     rater = _baseline(study)
     run = execute_model_run(create_model_run(study, rater, round_number=1, actor=None))
     assert run.status == JobStatus.SUCCEEDED, run.error
-    assert (run.asked, run.refused, run.failed) == (10, 0, 0) and run.model_ids == ["tfidf-logreg-v1"]
+    assert (run.asked, run.refused, run.failed) == (10, 0, 0) and run.model_ids == ["tfidf-linearsvc-v1"]
     answers = ModelAnswer.objects.filter(rater=rater)
     assert answers.count() == 10 and {a.status for a in answers} == {AnswerStatus.VALID}
     assert all(a.round_id == run.round_id and len(a.prompt_hash) == 64 for a in answers)
