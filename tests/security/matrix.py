@@ -178,6 +178,7 @@ MATRIX: dict[str, Rule] = {
     "annotation:screen": page("lead", "POST", kwargs=item(3)),
     # --- agreement --------------------------------------------------------------------------------
     "agreement:dashboard": page("lead", kwargs=study),
+    "agreement:models": page("lead", kwargs=study),
     "agreement:compute": page("lead", "POST", kwargs=study),
     "agreement:progress": page("lead", kwargs=extra("snapshot")),
     "agreement:cell-items": page(
