@@ -97,20 +97,20 @@ class ComparisonRow:
     """One model on one dimension, as the comparison screen shows it."""
 
     rater: str
-    dimension: str
-    dimension_name: str
-    n_items: int | None
-    kappa_with_people: float | None
+    dimension: str = ""
+    dimension_name: str = ""
+    n_items: int | None = None
+    kappa_with_people: float | None = None
     """The mean of Cohen's kappa between the model and each person (pairs with a kappa)."""
-    kappa_people: float | None
+    kappa_people: float | None = None
     """The mean of Cohen's kappa between the people themselves, for reference."""
-    winning_rate: float | None
-    advantage_probability: float | None
-    passed: bool | None
-    gold_n: int
-    gold_accuracy: float | None
-    gold_accuracy_ci: tuple[float, float] | None
-    gold_macro_f1: float | None
+    winning_rate: float | None = None
+    advantage_probability: float | None = None
+    passed: bool | None = None
+    gold_n: int = 0
+    gold_accuracy: float | None = None
+    gold_accuracy_ci: tuple[float, float] | None = None
+    gold_macro_f1: float | None = None
     error: str = ""
 
 
@@ -124,24 +124,7 @@ def comparison_rows(report: dict[str, Any], names: Mapping[str, str]) -> list[Co
     rows = []
     for rater, dimensions in report["raters"].items():
         if "error" in dimensions:
-            rows.append(
-                ComparisonRow(
-                    rater,
-                    "",
-                    "",
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    0,
-                    None,
-                    None,
-                    None,
-                    dimensions["error"],
-                )
-            )
+            rows.append(ComparisonRow(rater, error=dimensions["error"]))
             continue
         for key, parts in dimensions.items():
             people = parts["with_people"]

@@ -142,6 +142,8 @@ class PlannedAnswer:
 
 
 _RATER_TEXT = ("name", "kind", "base_url", "model", "api_key_env", "prompt_template")
+_NUMBERS = {"temperature": (0.0, 2.0), "samples": (1, 50), "concurrency": (1, 64), "timeout": (0.001, 3600)}
+"""A rater's numeric settings and the range a package's value must lie in (the model's own checks)."""
 
 
 def _check_rater(raw: Any, at: str, seen: set[str], problems: list[Problem]) -> dict[str, Any] | None:
@@ -159,13 +161,7 @@ def _check_rater(raw: Any, at: str, seen: set[str], problems: list[Problem]) -> 
         problems.append((f"{at}.kind", f"expected one of {', '.join(RaterKind.values)}, got {kind!r}"))
     if kind == RaterKind.OPENAI and not (raw.get("base_url") and raw.get("model")):
         problems.append((at, "an OpenAI-compatible rater needs its base_url and model"))
-    numbers = {
-        "temperature": (0.0, 2.0),
-        "samples": (1, 50),
-        "concurrency": (1, 64),
-        "timeout": (0.001, 3600),
-    }
-    for field, (low, high) in numbers.items():
+    for field, (low, high) in _NUMBERS.items():
         value = raw.get(field, low)
         if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
             problems.append((f"{at}.{field}", f"expected a number in [{low}, {high}], got {value!r}"))
@@ -297,9 +293,7 @@ def restore_models(
     by_name = {}
     for raw in raters:
         fields = {name: raw.get(name, "") for name in _RATER_TEXT}
-        numbers = {
-            name: raw[name] for name in ("temperature", "samples", "concurrency", "timeout") if name in raw
-        }
+        numbers = {name: raw[name] for name in _NUMBERS if name in raw}
         rater = ModelRater(
             study=study, prompt_version=int(raw.get("prompt_version") or 1), **fields, **numbers
         )

@@ -59,3 +59,15 @@ def test_leads_see_the_comparison_and_annotators_never_do(
     )
     assert login(client, annotator_a).get(url).status_code == 403
     assert login(client, outsider).get(url).status_code == 404
+
+
+def test_a_rater_whose_table_cannot_be_built_is_one_row_with_the_reason() -> None:
+    report = {"people": [], "raters": {"gpt": {"error": "no rater named gpt"}}}
+    (row,) = comparison_rows(report, {})
+    assert (row.rater, row.dimension, row.error, row.gold_n, row.passed) == (
+        "gpt",
+        "",
+        "no rater named gpt",
+        0,
+        None,
+    )
