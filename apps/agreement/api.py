@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import refuse
+from apps.raters import alt_test
 
 from . import services
 from .models import AgreementSnapshot
@@ -63,7 +64,8 @@ class SnapshotList(StudyListAPIView[AgreementSnapshot]):
         form = ComputeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        command = data["scope"] == "report" or "dimension" in data or "round" in data or "phase" in data
+        asked = ("dimension", "round", "phase", "raters", "alt_test")
+        command = data["scope"] == "report" or any(name in data for name in asked)
         try:
             if command:
                 snapshot = services.command_snapshot(
@@ -74,6 +76,11 @@ class SnapshotList(StudyListAPIView[AgreementSnapshot]):
                     bootstrap=data.get("bootstrap"),
                     seed=data.get("seed"),
                     phase=data.get("phase", "blind"),
+                    raters=data.get("raters"),
+                    alt_test_rater=data.get("alt_test"),
+                    epsilon=data.get("epsilon", alt_test.DEFAULT_EPSILON),
+                    q=data.get("q", alt_test.DEFAULT_Q),
+                    include_assisted=data["include_assisted"],
                     actor=self.user,
                 )
             else:

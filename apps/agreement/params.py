@@ -42,6 +42,8 @@ class CommandParams:
     seed: int | None = None
     raters: tuple[str, ...] | None = None
     alt_test: AltTestParams | None = None
+    include_assisted: bool = False
+    """Keep the people's labels made with a model's suggestion shown when a model is compared."""
     kind: Literal["command"] = COMMAND
 
     def to_json(self) -> dict[str, Any]:
@@ -130,4 +132,5 @@ def snapshot_params(data: Mapping[str, Any]) -> SnapshotParams:
         seed=_optional_int(data, "seed"),
         raters=tuple(raters) if raters is not None else None,
         alt_test=alt,
+        include_assisted=data.get("include_assisted") is True,
     )

@@ -44,7 +44,7 @@ from django.db.models.functions import Cast, Coalesce
 from numpy.lib.recfunctions import structured_to_unstructured, unstructured_to_structured
 
 from apps.accounts.models import User
-from apps.annotation.models import BlindValue, Finding, LabelValue, Round, RoundPhase
+from apps.annotation.models import Annotation, BlindValue, Finding, LabelValue, Round, RoundPhase
 from apps.raters.ratings import model_columns, model_label_rows, rater_names
 from apps.taxonomy.index import CodebookIndex, DimensionInfo, UnknownDimensionError
 
@@ -229,6 +229,7 @@ def load_study_ratings(
     dimension: str | None = None,
     raters: Sequence[str] | None = None,
     phase: str = BLIND,
+    include_assisted: bool = False,
 ) -> StudyRatings:
     """Read the study's submitted label values (all dimensions, or one) in a constant number of queries,
     as they were blind or after discussion (`phase`, module docstring).
@@ -236,7 +237,10 @@ def load_study_ratings(
     Without ``raters``, every annotator's labels and no model's (model raters never count unless asked
     for). With ``raters`` (annotators' usernames and model raters' names, ``NAME#k`` for a model's
     sample k: `apps.raters.ratings`), the labels of exactly those; a model rater's column has a negative
-    id. Raises RatingsError for an unknown ``dimension``, ``phase`` or rater, or fewer than two raters.
+    id. When a model is among them, a person's labels made with a model's suggestion shown are left out
+    (`Annotation.suggestion_shown`: a model is never scored against labels made with its help) unless
+    ``include_assisted``. Raises RatingsError for an unknown ``dimension``, ``phase`` or rater, or fewer
+    than two raters.
     """
     if phase not in PHASES:
         raise RatingsError(f"unknown phase {phase!r}; valid phases: {', '.join(PHASES)}")
@@ -254,7 +258,7 @@ def load_study_ratings(
     if phase == BLIND and revealed and dimension_ids:  # one more query, only once a round is revealed
         table = np.concatenate([table, _blind_rows(study, dimension_ids)])
     if raters is not None:
-        table, annotators = _chosen_raters(study, table, raters, dimension_ids)
+        table, annotators = _chosen_raters(study, table, raters, dimension_ids, include_assisted)
     rows = table.view(_ROW_DTYPE).reshape(-1)
     if raters is None:
         annotators = dict(
@@ -264,9 +268,10 @@ def load_study_ratings(
 
 
 def _chosen_raters(
-    study: Study, rows: IntArray, names: Sequence[str], dimension_ids: list[int]
+    study: Study, rows: IntArray, names: Sequence[str], dimension_ids: list[int], include_assisted: bool
 ) -> tuple[IntArray, dict[int, str]]:
-    """The rows of the named raters only (people's, then models'), and each column's name."""
+    """The rows of the named raters only (people's, then models'), and each column's name; with a model
+    among them, the people's assisted rows left out unless `include_assisted`."""
     repeated = sorted({n for n in names if list(names).count(n) > 1})
     if repeated:
         raise RatingsError(f"--raters names {', '.join(repeated)} more than once")
@@ -285,10 +290,29 @@ def _chosen_raters(
             f"rater of study {study.slug} (known: {', '.join(known) or 'none'}; NAME#k: sample k of a model)"
         )
     human = rows[np.isin(rows[:, 2], list(people.values()))]
+    if models and not include_assisted:
+        human = _without_assisted(study, human)
     model = model_label_rows(study, list(models.values()), dimension_ids)
     extra = np.array(model, dtype=np.int64).reshape(-1, len(_COLUMNS))
     annotators = {pk: name for name, pk in people.items()} | {c.id: c.name for c in models.values()}
     return np.concatenate([human, extra]), annotators
+
+
+def _without_assisted(study: Study, rows: IntArray) -> IntArray:
+    """The rows (round, item, annotator first) whose annotation showed no model suggestion (one query)."""
+    assisted = {
+        (round_number, item_id, annotator_id)
+        for round_number, item_id, annotator_id in Annotation.objects.filter(
+            assignment__study=study, suggestion_shown=True
+        ).values_list("assignment__round__number", "assignment__item_id", "assignment__annotator_id")
+    }
+    if not assisted or not len(rows):
+        return rows
+    keep: npt.NDArray[np.bool_] = np.fromiter(
+        ((int(r), int(i), int(a)) not in assisted for r, i, a in rows[:, :3]), dtype=bool, count=len(rows)
+    )
+    kept: IntArray = rows[keep]
+    return kept
 
 
 @dataclass(frozen=True, eq=False)

@@ -66,6 +66,26 @@ class ComputeSerializer(serializers.Serializer[Any]):
         help_text="A report's labels: blind (default; a revealed round's frozen blind record) or discussed "
         "(after revisions). The dashboard holds both, the after-discussion ones under `discussed`.",
     )
+    raters = serializers.ListField(
+        child=serializers.CharField(max_length=80),
+        required=False,
+        min_length=2,
+        max_length=100,
+        help_text="A report over exactly these raters: annotators' usernames and model raters' names "
+        "(NAME#k: sample k of a model), as `agreement --raters`. With a model among them, each report adds "
+        "`gold` and leaves out labels made with a model's suggestion shown (unless `include_assisted`).",
+    )
+    alt_test = serializers.CharField(
+        required=False, max_length=64, help_text="Add the alternative-annotator test of this model rater."
+    )
+    epsilon = serializers.FloatField(required=False, min_value=0, max_value=0.999999)
+    q = serializers.FloatField(required=False, min_value=0.000001, max_value=0.999999)
+    include_assisted = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "alt_test" not in attrs and ("epsilon" in attrs or "q" in attrs):
+            raise serializers.ValidationError({"alt_test": "epsilon and q need alt_test (a model rater)"})
+        return attrs
 
 
 class LevelSerializer(serializers.Serializer[Any]):

@@ -37,7 +37,9 @@ from apps.raters import alt_test
 from apps.taxonomy.models import Codebook
 
 from . import freshness
-from .metrics import ConfusionMatrix, MultiRatingTable, RatingTable, agreement_report, confusion_matrix
+from .alt_test_report import alt_test_ratings, alt_test_report
+from .metrics import ConfusionMatrix, RatingTable, agreement_report, confusion_matrix
+from .model_gold import models_against_gold
 from .models import AgreementSnapshot
 from .params import AltTestParams, CommandParams, DashboardParams, SnapshotParamsError, snapshot_params
 from .ratings import (
@@ -143,6 +145,7 @@ def command_snapshot(
     epsilon: float = alt_test.DEFAULT_EPSILON,
     q: float = alt_test.DEFAULT_Q,
     phase: str = BLIND,
+    include_assisted: bool = False,
     actor: User | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> AgreementSnapshot:
@@ -151,17 +154,21 @@ def command_snapshot(
     The result is one `dimension_report` when ``dimension`` is given, else an object keyed by dimension
     (every active dimension, in codebook order). ``raters`` narrows the table to those raters, people and
     models alike (default: every annotator, no model). ``alt_test_rater`` adds each report's
-    ``alt_test``: that model rater against the people of the table (`alt_test_report`). Bad input
+    ``alt_test``: that model rater against the people of the table (`alt_test_report`); with a model in
+    the table, each report's ``gold`` compares each model with the decisions (`model_gold`), and the
+    people's assisted labels are left out unless ``include_assisted`` (`load_study_ratings`). Bad input
     (unknown dimension, round or rater, level below 1, no codebook) raises RatingsError before anything
     is written.
     """
-    ratings = load_study_ratings(study, dimension=dimension, raters=raters, phase=phase)
+    ratings = load_study_ratings(
+        study, dimension=dimension, raters=raters, phase=phase, include_assisted=include_assisted
+    )
     _check_request(ratings, dimension, round_number, level)
     if bootstrap is not None and bootstrap < 1:
         raise RatingsError(f"--bootstrap must be a positive number of replicates, got {bootstrap}")
     alt_ratings = None
     if alt_test_rater is not None:
-        alt_ratings = _alt_test_ratings(study, ratings, dimension, alt_test_rater)
+        alt_ratings = alt_test_ratings(study, ratings, dimension, alt_test_rater, include_assisted)
         if not 0 < q < 1 or not 0 <= epsilon < 1:
             raise RatingsError(f"--q must lie in (0, 1) and --epsilon in [0, 1), got {q} and {epsilon}")
     snapshot = AgreementSnapshot.objects.create(
@@ -179,54 +186,11 @@ def command_snapshot(
             seed=seed,
             raters=tuple(raters) if raters is not None else None,
             alt_test=None if alt_test_rater is None else AltTestParams(alt_test_rater, epsilon, q),
+            include_assisted=include_assisted,
         ).to_json(),
         created_by=actor,
     )
     return run_snapshot(snapshot, echo=echo, ratings=ratings, alt_ratings=alt_ratings)
-
-
-def _alt_test_ratings(study: Study, ratings: StudyRatings, dimension: str | None, rater: str) -> StudyRatings:
-    """The ratings the alternative-annotator test compares: the people of ``ratings`` and the model."""
-    people = [name for pk, name in sorted(ratings.annotators.items(), key=lambda kv: kv[1]) if pk >= 0]
-    if rater in people:
-        raise RatingsError(f"--alt-test takes a model rater's name; {rater!r} is an annotator")
-    if len(people) < 2:
-        raise RatingsError("the alternative-annotator test needs at least two annotators")
-    return load_study_ratings(study, dimension=dimension, raters=[*people, rater])
-
-
-def alt_test_report(
-    ratings: StudyRatings,
-    dimension_key: str,
-    rater: str,
-    *,
-    round_number: int | None,
-    level: int | None,
-    epsilon: float,
-    q: float,
-) -> dict[str, Any]:
-    """The ``alt_test`` object of ``agreement --alt-test`` for one dimension: `apps.raters.alt_test` on
-    the table of the people and the model (a multi-choice dimension's values compared as sets, by their
-    Jaccard similarity), each unit (round, item) an instance."""
-    table = build_table(ratings, dimension_key, round_number=round_number, level=level).table
-    columns = _labels_by_column(table)
-    model = columns.pop(rater, {})
-    people = {name: columns[name] for name in sorted(columns)}
-    return alt_test.alt_test(model, people, epsilon=epsilon, q=q).to_json(rater)
-
-
-def _labels_by_column(table: RatingTable | MultiRatingTable) -> dict[str, dict[str, alt_test.Label]]:
-    out: dict[str, dict[str, alt_test.Label]] = {name: {} for name in table.annotators}
-    if isinstance(table, RatingTable):
-        items, columns = np.nonzero(table.codes >= 0)
-        for i, a in zip(items.tolist(), columns.tolist(), strict=True):
-            out[table.annotators[a]][table.items[i]] = table.categories[int(table.codes[i, a])]
-        return out
-    items, columns = np.nonzero(table.rated)
-    for i, a in zip(items.tolist(), columns.tolist(), strict=True):
-        chosen = np.nonzero(table.present[i, a])[0].tolist()
-        out[table.annotators[a]][table.items[i]] = frozenset(table.categories[k] for k in chosen)
-    return out
 
 
 # ----------------------------------------------------------------------------------------- dashboard
@@ -418,12 +382,16 @@ def run_snapshot(
                     load_study_ratings(snapshot.study)
                     if isinstance(params, DashboardParams)
                     else load_study_ratings(
-                        snapshot.study, dimension=params.dimension, raters=params.raters, phase=params.phase
+                        snapshot.study,
+                        dimension=params.dimension,
+                        raters=params.raters,
+                        phase=params.phase,
+                        include_assisted=params.include_assisted,
                     )
                 )
             if alt_ratings is None and isinstance(params, CommandParams) and params.alt_test is not None:
-                alt_ratings = _alt_test_ratings(
-                    snapshot.study, ratings, params.dimension, params.alt_test.rater
+                alt_ratings = alt_test_ratings(
+                    snapshot.study, ratings, params.dimension, params.alt_test.rater, params.include_assisted
                 )
             progress.note("Computing agreement")
             if isinstance(params, DashboardParams):
@@ -482,6 +450,13 @@ def _command_result(
                 q=test.q,
             )
         progress.advance(1, f"dimension {key}")
+    models = [name for pk, name in ratings.annotators.items() if pk < 0]
+    if models:  # each model (its sample 0) against the gold decisions, on the same round and level
+        gold = models_against_gold(
+            ratings.study_id, ratings.index, models, keys, round_number=round_number, level=level
+        )
+        for key in keys:
+            reports[key]["gold"] = gold.get(key, {})
     if params.phase == DISCUSSED:
         # What the revealed rounds' discussions resolved, and why items were disagreed on (the rounds asked)
         outcomes = {

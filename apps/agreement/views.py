@@ -8,14 +8,17 @@ computed in the background and the page polls its progress (`services.request_da
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from apps.accounts.models import User
 from apps.accounts.permissions import access_study
+from apps.annotation.models import Round
 from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
@@ -25,20 +28,45 @@ from apps.taxonomy.index import CodebookIndex
 from . import dashboard_figures as page
 from . import services
 from .models import AgreementSnapshot
-from .models_report import comparison_rows, models_agreement
+from .models_report import comparison_rows, model_pair_rows, models_agreement
 from .services import ALL_ROUNDS, RatingsError
 
 
 @login_required
 @require_GET
 def models_comparison(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    """Each model rater against the people and the gold decisions (leads only: a model's output is never
-    an annotator's to see), computed on request from the current labels."""
+    """Each model rater against the people, the other models and the gold decisions, on all rounds or one
+    (``?round=N``) and at a level of the tree (``?level=D``). Leads only: a model's output is never an
+    annotator's to see. Computed on request from the current labels."""
     study, role = access_study(request.user, slug, lead=True)
     index = CodebookIndex.for_study(study)
     names = {d.key: d.name for d in index.dimensions}
-    rows = comparison_rows(models_agreement(study, index), names) if index.dimensions else []
-    return render(request, "agreement/models.html", study_context(study, role, "agreement", rows=rows))
+    level = page.level_param(request.GET.get("level"))
+    round_text = request.GET.get("round", "")
+    round_number = int(round_text) if round_text.isdigit() else None
+    rounds = list(Round.objects.filter(study=study).order_by("number").values_list("number", flat=True))
+    if round_number is not None and round_number not in rounds:
+        raise Http404(f"Study {study.slug} has no round {round_number}.")
+    report: dict[str, Any] = {}
+    if index.dimensions:
+        report = models_agreement(study, index, round_number=round_number, level=level)
+    ctx = study_context(
+        study,
+        role,
+        "agreement",
+        rows=comparison_rows(report, names) if report else [],
+        pairs=model_pair_rows(report, names) if report else [],
+        rounds=rounds,
+        round_number=round_number,
+        level=level,
+        levels=range(1, _depth(index) + 1),
+        bootstrap=report.get("bootstrap"),
+    )
+    return render(request, "agreement/models.html", ctx)
+
+
+def _depth(index: CodebookIndex) -> int:
+    return max((index.depth(c) for d in index.dimensions for c in index.tree(d.key)), default=1)
 
 
 def _actor(request: HtmxHttpRequest) -> User | None:

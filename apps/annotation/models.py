@@ -33,6 +33,15 @@ class RoundPhase(models.TextChoices):
     ADJUDICATION = "adjudication", "Adjudication"
 
 
+class RoundKind(models.TextChoices):
+    """What a round's labels are for. A reliability round measures agreement: no model output ever reaches
+    its annotators (docs/models.md, "Suggestions"). A labelling round only labels: a lead may switch on a
+    model's suggestions in its workbench, and the annotations made with them are marked assisted."""
+
+    RELIABILITY = "reliability", "Reliability"
+    LABELLING = "labelling", "Labelling"
+
+
 class Round(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -52,6 +61,12 @@ class Round(models.Model):
     )
     revealed_at = models.DateTimeField(null=True, blank=True)
     revealed_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(
+        max_length=16,
+        choices=RoundKind.choices,
+        default=RoundKind.RELIABILITY,
+        db_default=RoundKind.RELIABILITY,
+    )
 
     class Meta:
         ordering = ["study", "number"]
@@ -174,6 +189,11 @@ class Annotation(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     seconds_spent = models.PositiveIntegerField(null=True, blank=True)
     imported = models.BooleanField(default=False, help_text="Came from a labels file, not the workbench.")
+    suggestion_shown = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A model's suggestion was shown in the workbench: agreement with models leaves it out.",
+    )
 
     objects = AnnotationQuerySet.as_manager()
 

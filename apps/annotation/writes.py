@@ -43,6 +43,26 @@ def start_draft(assignment: Assignment, draft: Mapping[str, Any], now: datetime)
     return Annotation.objects.create(assignment=assignment, draft=dict(draft), started_at=now, updated_at=now)
 
 
+def mark_suggestion_shown(assignment: Assignment, now: datetime) -> None:
+    """Record that the workbench showed a model's suggestion for the assignment (its annotation is
+    created, as an empty draft, if it has none yet): agreement with models leaves the labels out."""
+    updated = Annotation.objects.filter(assignment=assignment, suggestion_shown=False).update(
+        suggestion_shown=True
+    )
+    if not updated and not Annotation.objects.filter(assignment=assignment).exists():
+        Annotation.objects.get_or_create(
+            assignment=assignment,
+            defaults={"draft": {}, "started_at": now, "updated_at": now, "suggestion_shown": True},
+        )
+
+
+def mark_assisted(annotation_ids: Iterable[int]) -> None:
+    """Mark these annotations as made with a model's suggestion shown (a package's restore)."""
+    ids = list(annotation_ids)
+    if ids:
+        Annotation.objects.filter(pk__in=ids).update(suggestion_shown=True)
+
+
 def set_draft(annotation: Annotation, draft: Mapping[str, Any]) -> None:
     """Keep (or, with `{}`, clear) the workbench's unsubmitted state on the annotation."""
     annotation.draft = dict(draft)

@@ -11,6 +11,7 @@ same decisions reuses the answers, a rerun after new decisions computes again.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from apps.core.jobs import JobFailed, JobProgress
@@ -30,8 +31,10 @@ def _text(title: str, body: str, comments: tuple[str, ...]) -> str:
     return "\n".join([title, body, *comments])
 
 
-def baseline_work(state: _Run, progress: JobProgress) -> str:
-    """The work of a baseline run (`core.jobs.run_job`): `state` holds the run, its codebook and `store`."""
+def baseline_work(state: _Run, progress: JobProgress, cancelled: Callable[[], bool]) -> str:
+    """The work of a baseline run (`core.jobs.run_job`): `state` holds the run, its codebook and `store`.
+    A cancel request (`cancelled()`) is honoured before the fitting and before anything is stored: the
+    fitting itself (seconds, in scikit-learn) is not interrupted."""
     from . import baseline  # scikit-learn takes a second to import: only a baseline run pays for it
     from .runs import _Ask, _item_texts, run_item_ids  # runs imports this module
 
@@ -51,6 +54,8 @@ def baseline_work(state: _Run, progress: JobProgress) -> str:
     progress.advance(len(targets) - len(todo))
     if not todo:
         return f"0 answered, {run.reused} already there"
+    if cancelled():
+        return f"0 answered, {run.reused} already there (cancelled before fitting)"
     texts = {i: _text(t.title, t.body, t.comments) for i, t in _item_texts(sorted(set(gold) | set(todo)))}
     dimensions = [baseline.Dimension(d.key, d.multiple) for d in spec.dimensions]
     try:
@@ -64,6 +69,8 @@ def baseline_work(state: _Run, progress: JobProgress) -> str:
         )
     except baseline.BaselineError as exc:
         raise JobFailed(str(exc)) from exc
+    if cancelled():
+        return f"0 answered, {run.reused} already there (cancelled after fitting: nothing stored)"
     empty = Prompt(messages=({"role": "user", "content": ""},), schema={})
     for item_id, chosen in predicted.items():
         applies = applicable_dimensions(spec, chosen)

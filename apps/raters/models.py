@@ -5,7 +5,8 @@ A rater stores the *name* of the environment variable that holds its API key, ne
 in this app reads the variable except the client that calls the server, and nothing writes its value.
 
 Model answers are not annotations: they never count toward a round's overlap or its consolidation, and
-no query an annotator's page runs reads them (`visibility.round_is_blind`).
+the one annotator-facing read of them, a labelling round's suggestions, goes through the gate of
+`apps.annotation.suggestions`.
 """
 
 from __future__ import annotations
@@ -204,3 +205,18 @@ class ModelRun(Job):
 
     def __str__(self) -> str:
         return f"Run #{self.pk} of {self.rater_id}"
+
+
+class RoundSuggestions(models.Model):
+    """A lead's switch: the workbench of a labelling round shows this rater's labels as suggestions
+    (`raters/suggestions.py`; the gate is `annotation/suggestions.may_suggest`). One rater per round."""
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="+")
+    rater = models.ForeignKey(ModelRater, on_delete=models.CASCADE, related_name="+")
+    switched_on_at = models.DateTimeField(default=timezone.now)
+    switched_on_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"Suggestions of {self.rater_id} in round {self.round_id}"

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 
 import openai
 from django.db import IntegrityError, transaction
@@ -281,8 +282,9 @@ def execute_model_run(run: ModelRun, *, echo: Callable[[str], None] | None = Non
     index = CodebookIndex.for_study(run.study)
     state = _Run(run, rater, index, index.spec())
     if rater.kind == RaterKind.BASELINE:
-        run_job(run, lambda progress: baseline_work(state, progress), fields=_COUNTS, echo=echo)
-        return run
+        stop = partial(_cancelled, run)
+        run_job(run, lambda progress: baseline_work(state, progress, stop), fields=_COUNTS, echo=echo)
+        return _end_cancelled(run)
     openai_client = client.make_client(
         base_url=rater.base_url,
         api_key=api_key_of(rater),
@@ -335,6 +337,11 @@ def execute_model_run(run: ModelRun, *, echo: Callable[[str], None] | None = Non
         run_job(run, work, fields=_COUNTS, echo=echo)
     finally:
         openai_client.close()
+    return _end_cancelled(run)
+
+
+def _end_cancelled(run: ModelRun) -> ModelRun:
+    """A run that finished its work after a cancel request ends *cancelled* (what it stored is kept)."""
     if _cancelled(run) and run.status == JobStatus.SUCCEEDED:
         run.status = JobStatus.CANCELLED
         run.message = f"Cancelled: {run.message}"[:500]

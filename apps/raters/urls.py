@@ -9,4 +9,5 @@ urlpatterns = [
     path("models/<int:pk>/run/", views.run_start, name="run-start"),
     path("models/runs/<int:pk>/", views.run_detail, name="run"),
     path("models/runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("models/suggestions/<int:number>/", views.suggestions_switch, name="suggestions"),
 ]

@@ -25,6 +25,7 @@ from .forms import RaterForm, RunForm
 from .models import ModelRater, ModelRun, RaterKind
 from .runs import cancel_model_run, create_model_run, request_model_run
 from .services import RaterError, add_model_rater
+from .suggestions import SuggestionError, round_switches, switch_suggestions
 
 RUNS_SHOWN = 30
 
@@ -41,6 +42,7 @@ def run_row(run: ModelRun) -> dict[str, Any]:
 def _context(study: Study, role: str, **extra: Any) -> dict[str, Any]:
     raters = ModelRater.objects.of_study(study).annotate(n_answers=Count("answers"))
     runs = ModelRun.objects.filter(study=study).select_related("rater", "round", "created_by")[:RUNS_SHOWN]
+    switches = round_switches(study)
     return study_context(
         study,
         role,
@@ -48,6 +50,10 @@ def _context(study: Study, role: str, **extra: Any) -> dict[str, Any]:
         raters=raters,
         runnable=[r for r in raters if r.kind != RaterKind.IMPORTED],
         rounds=list(Round.objects.filter(study=study).values_list("number", flat=True)),
+        suggestion_rounds=[
+            {"round": r, "number": r.number, "rater": switches.get(r.number, "")}
+            for r in Round.objects.filter(study=study).order_by("number")
+        ],
         runs=[run_row(run) for run in runs],
         rater_form=extra.pop("rater_form", None) or RaterForm(),
         run_form=extra.pop("run_form", None) or RunForm(),
@@ -120,4 +126,24 @@ def run_cancel(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.success(request, f"Run #{run.pk} is cancelled: it stops after the requests under way.")
     else:
         messages.info(request, f"Run #{run.pk} had already ended.")
+    return redirect("raters:models", slug=slug)
+
+
+@login_required
+@require_POST
+def suggestions_switch(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
+    """Switch a labelling round's suggestions to a rater, or off (an empty `rater`)."""
+    study, _ = access_study(request.user, slug, lead=True)
+    actor = _user(request)
+    assert actor is not None  # login_required
+    name = request.POST.get("rater", "").strip() or None
+    try:
+        result = switch_suggestions(study, number, name, actor)
+    except SuggestionError as exc:
+        messages.error(request, str(exc))
+    else:
+        if result.rater is None:
+            messages.success(request, f"{result.round} shows no suggestion.")
+        else:
+            messages.success(request, f"{result.round} shows {result.rater.name}'s labels as suggestions.")
     return redirect("raters:models", slug=slug)

@@ -3,7 +3,8 @@
 The one rule every annotator-facing read of model outputs must ask. It defers to the round's phase
 (`apps.annotation.phases.is_blind`, the single answer to "is this round still blind?"): while a round is
 blind, no model output on its items reaches its annotators. No annotator-facing page shows model outputs
-yet (suggestions are not built: docs/models.md); when they come, they ask this first.
+on a blind round; the workbench's suggestions go through the stricter gate of `apps.annotation.suggestions`
+(never in a reliability round, before or after its reveal).
 """
 
 from __future__ import annotations

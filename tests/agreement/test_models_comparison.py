@@ -71,3 +71,52 @@ def test_a_rater_whose_table_cannot_be_built_is_one_row_with_the_reason() -> Non
         0,
         None,
     )
+
+
+def _import_other(study: Study, items: list[Item], tmp_path: Any) -> None:
+    """A second model, imported with two samples: sample 0 says bug everywhere, sample 1 all but once."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.raters.conftest import write_csv
+
+    rows: list[tuple[object, ...]] = []
+    for n, item in enumerate(items):
+        rows.append((item.url, "kind", "bug", 0))
+        rows.append((item.url, "kind", "question" if n == 0 else "bug", 1))
+    path = write_csv(tmp_path / "other.csv", "item,dimension,label,sample", rows)
+    call_command("import_model_labels", study.slug, str(path), "--rater", "other", stdout=StringIO())
+
+
+def test_models_are_compared_with_each_other_and_each_with_its_own_samples(
+    rated: Study,
+    decided: list[Item],  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    from apps.agreement.models_report import model_pair_rows
+    from apps.raters.models import ModelRater
+
+    _import_other(rated, decided, tmp_path)
+    ModelRater.objects.filter(study=rated, name="other").update(samples=2)
+    report = models_agreement(rated, CodebookIndex.for_study(rated))
+    kind = {(p.a, p.b): p for p in model_pair_rows(report, {"kind": "Kind"}) if p.dimension == "kind"}
+    assert set(kind) == {("other", "tfidf"), ("other", "other#1")}
+    assert not kind[("other", "tfidf")].self_consistency and kind[("other", "other#1")].self_consistency
+    assert kind[("other", "other#1")].n == 10 and kind[("other", "other#1")].percent_agreement == 0.9
+    with_people = report["raters"]["tfidf"]["kind"]["with_people"]
+    assert report["bootstrap"] == 1000 and len(with_people["krippendorff_alpha_ci"]) == 2
+
+
+def test_the_screen_narrows_to_a_round_and_a_level_and_refuses_an_unknown_round(
+    client: Client, rated: Study, lead: User
+) -> None:
+    url = reverse("agreement:models", args=[rated.slug])
+    page = login(client, lead).get(url, {"round": 1, "level": 1})
+    text = page.content.decode()
+    assert page.status_code == 200 and "round 1's items at level 1 of the tree" in text
+    assert '<option value="1" selected>Round 1</option>' in text and "all (95 % CI)" in text
+    assert "Models with each other" in text
+    report = models_agreement(rated, CodebookIndex.for_study(rated), round_number=1, level=1)
+    assert report["round"] == 1 and report["raters"]["tfidf"]["kind"]["with_people"]["round"] == 1
+    assert login(client, lead).get(url, {"round": 7}).status_code == 404

@@ -99,6 +99,7 @@ def test_the_command_snapshot_records_who_what_and_on_which_codebook_version(
         "seed": None,
         "raters": None,
         "alt_test": None,
+        "include_assisted": False,
     }
     assert snapshot.result["dimension"] == "kind" and snapshot.result["codebook_version"] == 3
     assert snapshot.progress_done == snapshot.progress_total == 1

@@ -164,3 +164,21 @@ def test_the_methods_section_reports_what_discussion_resolved_and_compiles(
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+def test_a_rounds_kind_and_the_assisted_annotations_survive_the_package(
+    world: World, tmp_path: Path, settings: Any
+) -> None:
+    from apps.annotation.models import Annotation, RoundKind
+
+    services.set_round_kind(world.study, 1, RoundKind.LABELLING)
+    Annotation.objects.filter(assignment=world.assignment("alice", 2)).update(suggestion_shown=True)
+    path, _, discussion, _ = _package(world, tmp_path, settings)
+    assert discussion["rounds"][0]["kind"] == "labelling"
+    assert discussion["assisted"] == [{"round": 1, "item": world.items[2].url, "annotator": "alice"}]
+    restored = import_study("ddp-again", path).study
+    assert Round.objects.get(study=restored, number=1).kind == RoundKind.LABELLING
+    assisted = Annotation.objects.filter(assignment__study=restored, suggestion_shown=True)
+    assert [(a.assignment.item.url, a.assignment.annotator.username) for a in assisted] == [
+        (world.items[2].url, "alice")
+    ]

@@ -132,3 +132,29 @@ def test_a_lead_adds_and_runs_the_baseline_on_the_models_screen(
         )
 
     assert ModelAnswer.objects.filter(rater=rater).count() == 10
+
+
+def test_a_cancelled_baseline_run_stores_nothing_and_ends_cancelled(
+    study: Study, decided: list[Item]
+) -> None:
+    from apps.raters.runs import cancel_model_run
+
+    rater = _baseline(study)
+    run = create_model_run(study, rater, round_number=1, actor=None)
+    cancel_model_run(run)  # asked before the worker took it: it ends at once
+    run = execute_model_run(run)
+    assert run.status == JobStatus.CANCELLED and not ModelAnswer.objects.exists()
+
+    run = create_model_run(study, rater, round_number=1, actor=None)
+    calls: list[bool] = []
+
+    def cancelled_after_fitting(_run: object) -> bool:
+        calls.append(True)
+        return len(calls) > 1  # not yet before the fitting; asked once the models are fitted
+
+    from unittest import mock
+
+    with mock.patch("apps.raters.runs._cancelled", cancelled_after_fitting):
+        run = execute_model_run(run)
+    assert "cancelled after fitting: nothing stored" in run.message and not ModelAnswer.objects.exists()
+    assert run.status == JobStatus.CANCELLED

@@ -5,6 +5,7 @@ asks only for what it lacks, tokens and cost recorded, cancellation, and the key
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from decimal import Decimal
 from io import StringIO
@@ -243,3 +244,22 @@ def test_a_rejected_key_fails_the_run_with_the_servers_message(
     run = execute_model_run(create_model_run(study, rater, round_number=1, actor=None))
     assert run.status == JobStatus.FAILED and "401" in run.error
     assert not ModelAnswer.objects.exists()
+
+
+def test_a_run_logs_neither_the_key_nor_the_password_of_its_base_url(
+    study: Study,
+    round_items: list[Item],
+    server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    waits: list[float],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "sk-fake-secret-123")
+    with_password = server.url.replace("http://", "http://someone:pw-secret-77@")
+    rater = rater_for(study, server, base_url=with_password)
+    caplog.set_level(logging.DEBUG)
+    run = execute_model_run(create_model_run(study, rater, round_number=1, actor=None))
+    assert run.status == JobStatus.SUCCEEDED and run.asked == 6
+    logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert "pw-secret-77" not in logged and "sk-fake-secret" not in logged
+    assert rater.host == server.url.split("//")[1].split("/")[0]  # shown without the user and password

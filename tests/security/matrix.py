@@ -160,6 +160,9 @@ MATRIX: dict[str, Rule] = {
     "annotation:submit": page("own", "POST", kwargs=assignment("alice", 2)),
     "annotation:revise": page("own", "POST", kwargs=assignment("alice", 0)),
     "annotation:reveal": page("lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
+    "annotation:round-kind": page(
+        "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
+    ),
     "annotation:close-discussion": page(
         "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
     ),
@@ -210,6 +213,9 @@ MATRIX: dict[str, Rule] = {
     "raters:run-start": page("lead", "POST", kwargs=extra("model_rater"), post=400),
     "raters:run": page("lead", kwargs=extra("model_run")),
     "raters:run-cancel": page("lead", "POST", kwargs=extra("model_run"), post=302),
+    "raters:suggestions": page(
+        "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
+    ),
     "quality:csv": page("lead", kwargs=study),
     "export:paper-figure": page(
         "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK

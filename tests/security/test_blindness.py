@@ -301,3 +301,45 @@ def test_after_the_reveal_the_lead_still_sees_round_two(world: World) -> None:
     client.force_login(world.lead)
     data = client.get(f"/api/v1/studies/{world.study.slug}/annotations/?round=2").content.decode()
     assert ROUND2_MEMO in data
+
+
+MODEL_MARKER = "zeta-model-4b7e"
+
+
+def test_no_annotator_page_holds_a_models_output_on_a_reliability_round(world: World, tmp_path: Any) -> None:
+    """Issue #21 point 5: a model labelled every item of round 1 (a reliability round, blind), and a lead
+    even switched its suggestions on while the round was a labelling round, then made it a reliability
+    round again. Neither annotator finds the model's name on any page, partial or endpoint (their own
+    workbenches included); the lead does."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from apps.annotation.models import RoundKind
+    from apps.raters.suggestions import switch_suggestions
+
+    path = tmp_path / "model.csv"
+    path.write_text(
+        "item,dimension,label\n" + "".join(f"{item.url},type,fault\n" for item in world.items),
+        encoding="utf-8",
+    )
+    call_command(
+        "import_model_labels", world.study.slug, str(path), "--rater", MODEL_MARKER, stdout=StringIO()
+    )
+    labelling.set_round_kind(world.study, 1, RoundKind.LABELLING)
+    switch_suggestions(world.study, 1, MODEL_MARKER, world.lead)
+    labelling.set_round_kind(world.study, 1, RoundKind.RELIABILITY)
+    markers = (MODEL_MARKER,)
+    for user, role in ((world.alice, "annotator"), (world.bob, "other_annotator")):
+        leaks, opened = _sweep(world, user, role, markers)
+        assert opened > 20
+        client = APIClient()
+        client.force_login(user)
+        for (owner, _), assignment in world.assignments.items():
+            if owner == user.username:
+                leaks += _leaks(
+                    client, reverse("annotation:workbench", args=[world.study.slug, assignment.pk]), markers
+                )
+        assert not leaks, "\n".join(leaks)
+    lead_leaks, _ = _sweep(world, world.lead, "lead", markers)
+    assert lead_leaks  # the marker is real: the Models screen shows the rater to the lead

@@ -53,6 +53,7 @@ from .rounds import (
     round_loads,
     round_progress,
     screen_items,
+    set_round_kind,
     study_members,
 )
 
@@ -95,6 +96,7 @@ __all__ = [
     "round_progress",
     "save_draft",
     "screen_items",
+    "set_round_kind",
     "stored_labels",
     "study_members",
     "submit_annotation",

@@ -28,8 +28,10 @@ from ..models import (
     DisagreementCause,
     Revision,
     Round,
+    RoundKind,
     RoundPhase,
 )
+from ..writes import mark_assisted
 
 FILE = "discussion.json"
 
@@ -56,7 +58,7 @@ def discussion_data(study: Study) -> dict[str, Any]:
     every revision, and every thread with its comments, mentions and edits."""
     rounds = [
         {"round": r.number, "phase": r.phase, "discussion": r.discussion, "revealed_at": _iso(r.revealed_at),
-         "revealed_by": r.revealed_by.username if r.revealed_by else None}
+         "revealed_by": r.revealed_by.username if r.revealed_by else None, "kind": r.kind}
         for r in Round.objects.filter(study=study).select_related("revealed_by").order_by("number")
     ]  # fmt: skip
     blind = [
@@ -94,8 +96,15 @@ def discussion_data(study: Study) -> dict[str, Any]:
         .select_related("round", "item", "cause", "category__dimension", "set_by")
         .order_by("round__number", "item__url")
     ]  # fmt: skip
+    assisted = [
+        {"round": r, "item": url, "annotator": name}
+        for r, url, name in Annotation.objects.filter(assignment__study=study, suggestion_shown=True)
+        .values_list("assignment__round__number", "assignment__item__url", "assignment__annotator__username")
+        .order_by("assignment__round__number", "assignment__item__url", "assignment__annotator__username")
+    ]  # fmt: skip
     return {"rounds": rounds, "blind_records": blind, "revisions": revisions, "comments": comments,
-            "causes": causes, "disagreement_causes": disagreement_causes}  # fmt: skip
+            "causes": causes, "disagreement_causes": disagreement_causes,
+            "assisted": assisted}  # fmt: skip
 
 
 def usernames(data: Mapping[str, Any]) -> set[str]:
@@ -120,7 +129,8 @@ def restore_discussion(
         round_.discussion = raw.get("discussion")
         round_.revealed_at = _stamp(raw.get("revealed_at"))
         round_.revealed_by = users.get(raw.get("revealed_by") or "")
-        round_.save(update_fields=["phase", "discussion", "revealed_at", "revealed_by"])
+        round_.kind = raw.get("kind") or RoundKind.RELIABILITY
+        round_.save(update_fields=["phase", "discussion", "revealed_at", "revealed_by", "kind"])
     assignments = {
         (a.round.number, a.item_id, a.annotator.username): a
         for a in Assignment.objects.filter(study=study).select_related("round", "annotator")
@@ -151,6 +161,10 @@ def restore_discussion(
             for key in (["pending"] if value == "pending" else value)
         )  # fmt: skip
     annotations = {a.assignment_id: a for a in Annotation.objects.filter(assignment__study=study)}
+    mark_assisted(
+        annotations[assignments[(raw["round"], item_ids[raw["item"]], raw["annotator"])].pk].pk
+        for raw in data.get("assisted", [])
+    )
     for raw in data.get("revisions", []):
         assignment = assignments[(raw["round"], item_ids[raw["item"]], raw["annotator"])]
         Revision.objects.create(

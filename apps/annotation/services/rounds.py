@@ -23,6 +23,7 @@ from ..models import (
     AssignmentStatus,
     Round,
     RoundItem,
+    RoundKind,
     SampleMethod,
 )
 from ..sampling import SamplingError, assign_balanced, draw_sample, rebalance_open
@@ -459,3 +460,19 @@ def round_progress(study: Study) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def set_round_kind(study: Study, number: int, kind: str) -> Round:
+    """Make the round a reliability round or a labelling round (`RoundKind`). A round that becomes a
+    reliability round shows no model suggestion from then on (`annotation/suggestions.may_suggest`); the
+    annotations already marked assisted stay marked."""
+    if kind not in RoundKind.values:
+        raise RoundError(f"unknown round kind {kind!r}; valid kinds: {', '.join(RoundKind.values)}")
+    with transaction.atomic():
+        round_ = Round.objects.select_for_update().filter(study=study, number=number).first()
+        if round_ is None:
+            raise RoundError(f"study {study.slug} has no round {number}")
+        if round_.kind != kind:
+            round_.kind = kind
+            round_.save(update_fields=["kind"])
+    return round_

@@ -2,7 +2,7 @@
 
 from .causes import causes
 from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
-from .rounds import add_items, assign, draw, reassign, round_detail, rounds, screen, screening
+from .rounds import add_items, assign, draw, reassign, round_detail, round_kind, rounds, screen, screening
 from .threads import cause, comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
@@ -23,6 +23,7 @@ __all__ = [
     "revise",
     "round_detail",
     "round_discussion",
+    "round_kind",
     "rounds",
     "save_draft",
     "screen",

@@ -318,3 +318,17 @@ def screen(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     if error:
         messages.error(request, error)
     return redirect("annotation:screening", slug=study.slug)
+
+
+@login_required
+@require_POST
+def round_kind(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
+    """A lead makes the round a reliability round or a labelling round (`RoundKind`)."""
+    study, _ = access_study(request.user, slug, lead=True)
+    try:
+        round_ = services.set_round_kind(study, number, request.POST.get("kind", ""))
+    except services.RoundError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{round_} is a {round_.get_kind_display().lower()} round.")
+    return redirect("annotation:round-detail", slug=study.slug, number=number)

@@ -27,7 +27,7 @@ from apps.core.http import HtmxHttpRequest
 from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
 
-from .. import decided, services
+from .. import decided, services, suggestions
 from .. import payload as pl
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase
@@ -245,6 +245,9 @@ def _workbench_context(
     book = services.load_codebook(study)
     item = ensure_rendered(assignment.item)
     annotation = _annotation_of(assignment)
+    suggestion = suggestions.show_suggestion(assignment, annotation)
+    if suggestion is not None and annotation is None:  # showing it created the annotation: read it
+        annotation = Annotation.objects.filter(assignment=assignment).first()
     final, revealed, discussion = _standing(study, assignment, item, user, book)
     selections, memo = _shown_labels(posted, annotation, book)
     dimensions = _dimensions_view(book, user)
@@ -273,6 +276,7 @@ def _workbench_context(
         stale=stale,
         revealed=revealed,
         **discussion,
+        suggestion=suggestion,
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )

@@ -3,9 +3,11 @@
     agreement --ratings FILE.csv [--multi] [--categories a,b,c] [--bootstrap B --seed S] --format json|text
     agreement STUDY [--dimension KEY] [--round N] [--level DEPTH] [--phase blind|discussed]
         [--bootstrap B --seed S] [--raters A,B,...] [--alt-test RATER [--epsilon 0.2] [--q 0.05]]
-        --format json|text
+        [--include-assisted] --format json|text
 
 ``--raters`` takes annotators' usernames and model raters' names alike (``NAME#k``: sample k of a model);
+with a model among them, each report adds ``gold`` (each model against the decisions) and leaves out
+people's labels made with a model's suggestion shown (``--include-assisted`` keeps them).
 ``--alt-test`` adds the alternative-annotator test of a model rater (`apps.raters.alt_test`).
 
 Bad input (an unreadable or malformed ratings file, one annotator only, an unknown study, dimension or
@@ -88,6 +90,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--alt-test", metavar="RATER", help="add the alternative-annotator test of this model rater"
         )
+        parser.add_argument(
+            "--include-assisted",
+            action="store_true",
+            help="with a model among the raters, keep people's labels made with a model's suggestion shown",
+        )
         parser.add_argument("--epsilon", type=float, metavar="E", help="the alt-test's epsilon (default 0.2)")
         parser.add_argument("--q", type=float, metavar="Q", help="the alt-test's FDR level (default 0.05)")
         parser.add_argument(
@@ -108,6 +115,7 @@ class Command(BaseCommand):
         if opts["ratings"] is not None:
             flags = ("dimension", "round", "level", "raters", "alt_test", "phase")
             wrong = [flag for flag in flags if opts[flag] is not None]
+            wrong += ["include_assisted"] if opts["include_assisted"] else []
             if wrong:
                 raise _fail(f"--{wrong[0].replace('_', '-')} applies to a study, not to --ratings")
             self._ratings(opts)
@@ -145,6 +153,7 @@ class Command(BaseCommand):
                 epsilon=DEFAULT_EPSILON if opts["epsilon"] is None else opts["epsilon"],
                 q=DEFAULT_Q if opts["q"] is None else opts["q"],
                 phase=opts["phase"] or BLIND,
+                include_assisted=opts["include_assisted"],
                 echo=lambda line: self.stderr.write(line),
             )
         except RatingsError as exc:
