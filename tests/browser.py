@@ -90,3 +90,13 @@ def watched_page(browser: Any, *, expected_console: tuple[str, ...] = (), **cont
     page.on("console", on_console)
     page.problems = problems
     return page
+
+
+def sign_in(page: Any, base: str, username: str, password: str) -> None:
+    """Log ``username`` in through the login form (the page's earlier session, if any, dropped first)."""
+    page.context.clear_cookies()
+    page.goto(f"{base}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/login/" not in url)

@@ -74,8 +74,13 @@ def dashboard_url(slug: str, **params: Any) -> str:
     return reverse("agreement:dashboard", args=[slug]) + (f"?{query}" if query else "")
 
 
+def tree_depth(index: CodebookIndex) -> int:
+    """The depth of the deepest active category of any dimension (1 for flat codebooks)."""
+    return max((index.depth(c) for d in index.dimensions for c in index.tree(d.key)), default=1)
+
+
 def levels(index: CodebookIndex, slug: str) -> list[dict[str, Any]]:
-    depth = max((index.depth(c) for d in index.dimensions for c in index.tree(d.key)), default=1)
+    depth = tree_depth(index)
     if depth <= 1:
         return []
     names = {1: "Top level (1)"}

@@ -57,6 +57,17 @@ def compare_with_gold(
     return gold_report(pairs, categories, multiple=dimension.multiple)
 
 
+def round_item_ids(study_id: int, round_number: int | None) -> set[int] | None:
+    """The ids of the round's items, or None (every item) without a round."""
+    if round_number is None:
+        return None
+    return set(
+        RoundItem.objects.filter(round__study_id=study_id, round__number=round_number).values_list(
+            "item_id", flat=True
+        )
+    )
+
+
 def models_against_gold(
     study_id: int,
     index: CodebookIndex,
@@ -72,13 +83,7 @@ def models_against_gold(
     if not raters:
         return {}
     gold = gold_labels(study_id)
-    items = None
-    if round_number is not None:
-        items = set(
-            RoundItem.objects.filter(round__study_id=study_id, round__number=round_number).values_list(
-                "item_id", flat=True
-            )
-        )
+    items = round_item_ids(study_id, round_number)
     labels = {rater.name: item_labels(rater) for rater in raters}
     return {
         key: {

@@ -30,7 +30,6 @@ from functools import partial
 from typing import Any
 
 from apps.accounts.models import Study
-from apps.annotation.models import RoundItem
 from apps.raters import alt_test
 from apps.raters.gold import gold_labels
 from apps.raters.models import ModelRater
@@ -38,7 +37,7 @@ from apps.raters.ratings import SAMPLE_SEPARATOR, item_labels
 from apps.taxonomy.index import CodebookIndex
 
 from .alt_test_report import alt_test_report
-from .model_gold import compare_with_gold
+from .model_gold import compare_with_gold, round_item_ids
 from .ratings import RatingsError, load_study_ratings
 from .services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 
@@ -57,13 +56,7 @@ def models_agreement(
     people = sorted(name for pk, name in people_ratings.annotators.items() if pk >= 0)
     gold = gold_labels(study.pk)
     raters = list(ModelRater.objects.of_study(study))
-    items = None
-    if round_number is not None:
-        items = set(
-            RoundItem.objects.filter(round__study=study, round__number=round_number).values_list(
-                "item_id", flat=True
-            )
-        )
+    items = round_item_ids(study.pk, round_number)
     scope = {"round_number": round_number, "level": level}
     out: dict[str, Any] = {}
     for rater in raters:

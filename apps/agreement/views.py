@@ -59,14 +59,10 @@ def models_comparison(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         rounds=rounds,
         round_number=round_number,
         level=level,
-        levels=range(1, _depth(index) + 1),
+        levels=range(1, page.tree_depth(index) + 1),
         bootstrap=report.get("bootstrap"),
     )
     return render(request, "agreement/models.html", ctx)
-
-
-def _depth(index: CodebookIndex) -> int:
-    return max((index.depth(c) for d in index.dimensions for c in index.tree(d.key)), default=1)
 
 
 def _actor(request: HtmxHttpRequest) -> User | None:

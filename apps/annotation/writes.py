@@ -46,14 +46,12 @@ def start_draft(assignment: Assignment, draft: Mapping[str, Any], now: datetime)
 def mark_suggestion_shown(assignment: Assignment, now: datetime) -> None:
     """Record that the workbench showed a model's suggestion for the assignment (its annotation is
     created, as an empty draft, if it has none yet): agreement with models leaves the labels out."""
-    updated = Annotation.objects.filter(assignment=assignment, suggestion_shown=False).update(
-        suggestion_shown=True
+    annotation, created = Annotation.objects.get_or_create(
+        assignment=assignment,
+        defaults={"draft": {}, "started_at": now, "updated_at": now, "suggestion_shown": True},
     )
-    if not updated and not Annotation.objects.filter(assignment=assignment).exists():
-        Annotation.objects.get_or_create(
-            assignment=assignment,
-            defaults={"draft": {}, "started_at": now, "updated_at": now, "suggestion_shown": True},
-        )
+    if not created and not annotation.suggestion_shown:
+        mark_assisted([annotation.pk])
 
 
 def mark_assisted(annotation_ids: Iterable[int]) -> None:

@@ -88,8 +88,8 @@ def suggestion(round_: Round, item_id: int) -> Suggestion | None:
     if not latest:
         return None
     chosen: Counter[tuple[int, int]] = Counter()
-    names: dict[tuple[int, int], tuple[str, str, int, int]] = {}
-    for answer_id, dimension_id, category_id, dimension, category, parent, position in (
+    names: dict[tuple[int, int], tuple[str, str, int]] = {}
+    for _answer, dimension_id, category_id, dimension, category, parent, position in (
         ModelLabel.objects.filter(answer_id__in=[pk for _, pk in latest.values()])
         .values_list(
             "answer_id",
@@ -104,7 +104,7 @@ def suggestion(round_: Round, item_id: int) -> Suggestion | None:
     ):
         chosen[(dimension_id, category_id)] += 1
         label = f"{parent} > {category}" if parent else category
-        names[(dimension_id, category_id)] = (dimension, label, position, answer_id)
+        names[(dimension_id, category_id)] = (dimension, label, position)
     samples = len(latest)
     values = sorted(
         (

@@ -4,6 +4,7 @@ and Jira through the import page, and an annotator labels the fix pattern with t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from apps.annotation.models import Annotation, Assignment, LabelValue
 from apps.corpus.models import Item, ItemLink
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.loading import load_codebook
-from tests.browser import watched_page
+from tests.browser import sign_in, watched_page
 from tests.corpus.test_github_links import SHA, fixing_timeline
 from tests.corpus.test_gitlab import API as GITLAB_API
 from tests.corpus.test_gitlab import ISSUE_URL as GITLAB_ISSUE
@@ -145,10 +146,4 @@ def test_a_lead_imports_fixes_from_three_trackers_and_an_annotator_labels_beside
     assert page.problems == []
 
 
-def log_in(page: Any, base: str, username: str) -> None:
-    page.context.clear_cookies()
-    page.goto(f"{base}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
+log_in = partial(sign_in, password=PASSWORD)

@@ -18,6 +18,7 @@ import io
 import json
 import os
 import zipfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from apps.accounts.models import User
 from apps.adjudication.models import Decision, Provenance
-from tests.browser import watched_page
+from tests.browser import sign_in, watched_page
 
 from .conftest import GITHUB_ISSUES
 
@@ -91,12 +92,7 @@ def shoot(page: Any, name: str, *, full_page: bool = False) -> None:
         page.screenshot(path=str(IMG / f"{name}.png"), full_page=full_page, caret="initial")
 
 
-def log_in(page: Any, base: str, username: str) -> None:
-    page.goto(f"{base}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
+log_in = partial(sign_in, password=PASSWORD)
 
 
 def nav(page: Any, name: str) -> None:

@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from apps.corpus.models import Item, Source
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.loading import load_codebook
-from tests.browser import watched_page
+from tests.browser import sign_in, watched_page
 from tests.raters.fake_openai import FakeServer, fake_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -132,13 +133,7 @@ def build_study() -> Study:
     return study
 
 
-def log_in(page: Any, base: str, username: str) -> None:
-    page.context.clear_cookies()
-    page.goto(f"{base}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
+log_in = partial(sign_in, password=PASSWORD)
 
 
 def new_page(browser: Any, **options: Any) -> Any:
