@@ -131,7 +131,12 @@ def figures(
         for d in dimensions
     ]
     headline = [
-        {"key": key, "label": label, "figure": Figure(rows.overall[key].value, rows.overall[key].reason)}
+        {
+            "key": key,
+            "label": label,
+            "figure": Figure(rows.overall[key].value, rows.overall[key].reason),
+            "interval": rows.intervals.get(key),
+        }
         for key, label, _ in METRICS
         if key in rows.overall
     ]
@@ -206,8 +211,6 @@ def figures(
         "figures": scope_figures(report),
         "downloads": _downloads(slug, chosen["key"], scope, level),
         "headline": headline,
-        "alpha_ci": rows.alpha_ci,
-        "alpha_ci_reason": rows.alpha_ci_reason,
         "chart": chart,
         "categories": categories,
         "category_notes": category_notes.reasons,

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
+from . import bootstrap, kernels
 from .rating_tables import (
     MAX_MULTI_CELLS,
     MISSING,
@@ -62,6 +62,7 @@ MAX_BOOTSTRAP = 10_000
 
 __all__ = [
     "CATEGORY_METRICS",
+    "INTERVAL_METRICS",
     "MAX_BOOTSTRAP",
     "MAX_MULTI_CELLS",
     "MISSING",
@@ -433,7 +434,8 @@ def agreement_report(
     Every ``null`` has its reason in ``undefined``, keyed by metric name, ``per_category[<category>].
     <metric>`` or ``pairwise[<a>, <b>].<metric>``. ``n_ratings`` counts (item, annotator) ratings (a set
     is one rating). Multi tables add ``krippendorff_alpha_masi`` and ``krippendorff_alpha_jaccard``;
-    ``bootstrap=B`` adds ``krippendorff_alpha_ci``.
+    ``bootstrap=B`` adds ``krippendorff_alpha_ci``, ``cohen_kappa_ci``, ``fleiss_kappa_ci`` and
+    ``gwet_ac1_ci`` (`INTERVAL_METRICS`).
     """
     undefined: dict[str, str] = {}
 
@@ -477,9 +479,42 @@ def agreement_report(
         for pair in _pairwise(nominal, table.annotators)
     ]
     if bootstrap is not None:
-        interval = _bootstrap(cells, bootstrap, seed)
-        report["krippendorff_alpha_ci"] = None if interval.value is None else list(interval.value)
-        if interval.reason is not None:
-            undefined["krippendorff_alpha_ci"] = interval.reason
+        for key, interval in _intervals(nominal, report, undefined, bootstrap, seed).items():
+            report[key] = None if interval.value is None else list(interval.value)
+            if interval.reason is not None:
+                undefined[key] = interval.reason
     report["undefined"] = undefined
     return report
+
+
+INTERVAL_METRICS = ("krippendorff_alpha", "cohen_kappa", "fleiss_kappa", "gwet_ac1")
+"""The coefficients a report with ``bootstrap`` gives a 95 % interval, as ``<metric>_ci``."""
+
+
+def _intervals(
+    nominal: _Nominal, report: dict[str, Any], undefined: dict[str, str], replicates: int, seed: int | None
+) -> dict[str, IntervalResult]:
+    """Each of `INTERVAL_METRICS`' bootstrap interval (`bootstrap.py`), or the point estimate's reason
+    when the coefficient itself is undefined. Each coefficient draws from its own generator."""
+    cells = nominal.cells
+    found = bootstrap.profiles(cells.unit, cells.code, cells.count, cells.q)
+    compute: dict[str, Callable[[], IntervalResult]] = {
+        "krippendorff_alpha": lambda: _bootstrap(cells, replicates, seed),
+        "cohen_kappa": lambda: bootstrap.interval(
+            bootstrap.cohen_kappa(nominal.codes[:, 0], nominal.codes[:, 1], cells.q), replicates, seed
+        ),
+        "fleiss_kappa": lambda: bootstrap.interval(bootstrap.fleiss_kappa(found), replicates, seed),
+        "gwet_ac1": lambda: bootstrap.interval(
+            bootstrap.gwet_ac1(found, nominal.n_declared), replicates, seed
+        ),
+    }
+    if replicates < 1:
+        raise ValueError(f"the number of bootstrap replicates must be positive, got {replicates}")
+    # Alpha's interval is drawn whatever its point estimate (as before the others had one), the others'
+    # only when their point estimate is defined; otherwise the reason is the point estimate's.
+    return {
+        f"{metric}_ci": compute[metric]()
+        if metric == "krippendorff_alpha" or report[metric] is not None
+        else IntervalResult(None, f"undefined: {undefined[metric]}")
+        for metric in INTERVAL_METRICS
+    }

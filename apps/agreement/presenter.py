@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .metrics import category_key, pair_key
+from .metrics import INTERVAL_METRICS, category_key, pair_key
 
 # The report's overall coefficients, in the report's order; the two set-valued alphas only on
 # multi-valued dimensions.
@@ -26,7 +26,33 @@ OVERALL_METRICS = (
     "krippendorff_alpha_masi",
     "krippendorff_alpha_jaccard",
 )
-CI_KEY = "krippendorff_alpha_ci"
+
+
+def interval_key(metric: str) -> str:
+    """The report's key of a coefficient's bootstrap interval (`metrics.INTERVAL_METRICS`)."""
+    return f"{metric}_ci"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95 % bootstrap interval, or ``None`` with the reason (``None`` too in a report without one)."""
+
+    bounds: tuple[float, float] | None
+    reason: str | None = None
+
+
+def intervals(report: Mapping[str, Any]) -> dict[str, Interval]:
+    """Every interval a report has, by coefficient (``krippendorff_alpha``, ``cohen_kappa``, ...)."""
+    undefined: Mapping[str, str] = report.get("undefined", {})
+    found = {}
+    for metric in INTERVAL_METRICS:
+        key = interval_key(metric)
+        if key in report or key in undefined:
+            bounds = report.get(key)
+            found[metric] = Interval(
+                (float(bounds[0]), float(bounds[1])) if bounds else None, undefined.get(key)
+            )
+    return found
 
 
 @dataclass(frozen=True)
@@ -65,10 +91,17 @@ class ReportRows:
     interval, per category (the report's order) and per pair."""
 
     overall: dict[str, Coefficient]
-    alpha_ci: tuple[float, float] | None
-    alpha_ci_reason: str | None
+    intervals: dict[str, Interval]
     categories: tuple[CategoryRow, ...]
     pairs: tuple[PairRow, ...]
+
+    @property
+    def alpha_ci(self) -> tuple[float, float] | None:
+        return _bounds(self.intervals, "krippendorff_alpha")
+
+    @property
+    def alpha_ci_reason(self) -> str | None:
+        return _reason(self.intervals, "krippendorff_alpha")
 
     @property
     def annotators(self) -> list[str]:
@@ -114,11 +147,9 @@ def present(report: Mapping[str, Any]) -> ReportRows:
 
     categories = tuple(category(name, values) for name, values in report.get("per_category", {}).items())
     pairs = tuple(pair(values) for values in report.get("pairwise", []))
-    interval = report.get(CI_KEY)
     return ReportRows(
         overall={metric: overall(report, metric) for metric in OVERALL_METRICS if metric in report},
-        alpha_ci=(float(interval[0]), float(interval[1])) if interval else None,
-        alpha_ci_reason=undefined.get(CI_KEY),
+        intervals=intervals(report),
         categories=categories,
         pairs=pairs,
     )
@@ -140,8 +171,14 @@ class ScopeFigures:
     annotators: int
     ratings: int
     coefficients: dict[str, Coefficient]
-    alpha_ci: tuple[float, float] | None
-    alpha_ci_reason: str | None
+    intervals: dict[str, Interval]
+
+    @property
+    def alpha_ci(self) -> tuple[float, float] | None:
+        return _bounds(self.intervals, "krippendorff_alpha")
+
+    def interval(self, metric: str) -> tuple[float, float] | None:
+        return _bounds(self.intervals, metric)
 
     @property
     def reasons(self) -> dict[str, str]:
@@ -152,8 +189,7 @@ class ScopeFigures:
 def scope_figures(report: Mapping[str, Any]) -> ScopeFigures:
     """The figures of one report (``{"error": reason}`` gives an error and zeros)."""
     if "error" in report:
-        return ScopeFigures(str(report["error"]), 0, 0, 0, 0, {}, None, None)
-    interval = report.get(CI_KEY)
+        return ScopeFigures(str(report["error"]), 0, 0, 0, 0, {}, {})
     return ScopeFigures(
         error=None,
         n=int(report.get("n_pairable", 0)),
@@ -161,6 +197,15 @@ def scope_figures(report: Mapping[str, Any]) -> ScopeFigures:
         annotators=int(report.get("n_annotators", 0)),
         ratings=int(report.get("n_ratings", 0)),
         coefficients={metric: overall(report, metric) for metric in OVERALL_METRICS if metric in report},
-        alpha_ci=(float(interval[0]), float(interval[1])) if interval else None,
-        alpha_ci_reason=report.get("undefined", {}).get(CI_KEY),
+        intervals=intervals(report),
     )
+
+
+def _bounds(found: Mapping[str, Interval], metric: str) -> tuple[float, float] | None:
+    interval = found.get(metric)
+    return interval.bounds if interval else None
+
+
+def _reason(found: Mapping[str, Interval], metric: str) -> str | None:
+    interval = found.get(metric)
+    return interval.reason if interval else None

@@ -26,7 +26,13 @@ SET_METRICS: tuple[tuple[str, str], ...] = (
     ("krippendorff_alpha_jaccard", "α (Jaccard)"),  # noqa: RUF001
 )
 COUNT_COLUMNS = ("items compared (n)", "items rated", "annotators", "ratings")
-CI_COLUMNS = ("α 95% CI low", "α 95% CI high")  # noqa: RUF001
+CI_METRICS: tuple[tuple[str, str], ...] = (
+    ("krippendorff_alpha", "α"),  # noqa: RUF001
+    ("cohen_kappa", "Cohen κ"),
+    ("gwet_ac1", "AC1"),
+)
+"""The coefficients whose 95 % bootstrap interval the tables show (the report has Fleiss' kappa's too)."""
+CI_COLUMNS = tuple(f"{name} 95% CI {end}" for _, name in CI_METRICS for end in ("low", "high"))
 TABLES = ("summary", "rounds", "categories", "pairs", "confusion", "discussion")
 """The dashboard's downloadable tables, by the name in their URL."""
 
@@ -47,12 +53,14 @@ def metrics_of(reports: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], .
 
 
 def scope_cells(figures: ScopeFigures, metrics: Sequence[tuple[str, str]]) -> list[Cell]:
-    """Counts, coefficients and the alpha interval of one report (None where undefined)."""
+    """Counts, coefficients and the intervals of one report (None where undefined)."""
     if figures.error is not None:
         return [None] * (len(COUNT_COLUMNS) + len(metrics) + len(CI_COLUMNS))
     cells: list[Cell] = [figures.n, figures.rated, figures.annotators, figures.ratings]
     cells += [figures.coefficients[m].value if m in figures.coefficients else None for m, _ in metrics]
-    cells += list(figures.alpha_ci) if figures.alpha_ci else [None, None]
+    for metric, _ in CI_METRICS:
+        bounds = figures.interval(metric)
+        cells += list(bounds) if bounds else [None, None]
     return cells
 
 
@@ -64,7 +72,7 @@ def _notes(label: str, figures: ScopeFigures, metrics: Sequence[tuple[str, str]]
 
 
 def rounds_table(title: str, periods: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
-    """One dimension: a row per round (and all rounds), counts, coefficients, alpha interval."""
+    """One dimension: a row per round (and all rounds), counts, coefficients, intervals."""
     metrics = metrics_of([report for _, report in periods])
     rows, notes = [], []
     for label, report in periods:

@@ -589,6 +589,9 @@ def test_report_has_exactly_the_design_keys_and_is_strict_json() -> None:
         "per_category",
         "pairwise",
         "krippendorff_alpha_ci",
+        "cohen_kappa_ci",
+        "fleiss_kappa_ci",
+        "gwet_ac1_ci",
         "undefined",
     ]
     assert (report["n_items"], report["n_annotators"], report["n_ratings"]) == (12, 4, 41)
@@ -615,7 +618,8 @@ def test_report_gives_a_reason_for_every_null_and_only_for_nulls() -> None:
 
     report = agreement_report(table, bootstrap=20, seed=1)
 
-    nulls = {key for key in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "krippendorff_alpha_ci")}
+    nulls = {"cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "krippendorff_alpha_ci"}
+    nulls |= {"cohen_kappa_ci", "fleiss_kappa_ci"}  # undefined point estimates: no interval either
     nulls |= {
         f"per_category[{name}].{metric}"
         for name, metrics in report["per_category"].items()
@@ -630,7 +634,7 @@ def test_report_gives_a_reason_for_every_null_and_only_for_nulls() -> None:
     }
     assert all(report[key] is None for key in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha"))
     assert report["percent_agreement"] == 1.0
-    assert report["gwet_ac1"] == 1.0
+    assert report["gwet_ac1"] == 1.0 and report["gwet_ac1_ci"] == [1.0, 1.0]
     assert set(report["undefined"]) == nulls
 
 

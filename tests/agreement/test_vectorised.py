@@ -55,6 +55,16 @@ def _plain(value: Any) -> Any:
     return dataclasses.astuple(value)
 
 
+NEW_INTERVALS = ("cohen_kappa_ci", "fleiss_kappa_ci", "gwet_ac1_ci")
+"""Intervals the old implementation did not have (tests/agreement/test_bootstrap_intervals.py checks them)."""
+
+
+def _without_new_intervals(report: dict[str, Any]) -> dict[str, Any]:
+    kept = {key: value for key, value in report.items() if key not in NEW_INTERVALS}
+    kept["undefined"] = {key: why for key, why in report["undefined"].items() if key not in NEW_INTERVALS}
+    return kept
+
+
 def _names(prefix: str, count: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{i}" for i in range(count))
 
@@ -67,8 +77,8 @@ def test_a_random_single_label_table_gives_the_old_report(seed: int) -> None:
         codes[codes >= 0] = 0  # one value everywhere: zero expected disagreement
     args = (codes, _names("c", k), _names("item", n), _names("rater", raters))
     new_table, old_table = metrics.RatingTable(*args), old.RatingTable(*args)
-    assert metrics.agreement_report(new_table, bootstrap=25, seed=seed) == old.agreement_report(
-        old_table, bootstrap=25, seed=seed
+    assert _without_new_intervals(metrics.agreement_report(new_table, bootstrap=25, seed=seed)) == (
+        old.agreement_report(old_table, bootstrap=25, seed=seed)
     )
     assert _plain(metrics.per_category(new_table)) == _plain(old.per_category(old_table))
     assert _plain(metrics.pairwise(new_table)) == _plain(old.pairwise(old_table))
@@ -82,8 +92,8 @@ def test_a_random_set_table_gives_the_old_report(seed: int) -> None:
         present[:] = False  # every rating the empty set
     args = (present, rated, _names("c", k), _names("item", n), _names("rater", raters))
     new_table, old_table = metrics.MultiRatingTable(*args), old.MultiRatingTable(*args)
-    assert metrics.agreement_report(new_table, bootstrap=25, seed=seed) == old.agreement_report(
-        old_table, bootstrap=25, seed=seed
+    assert _without_new_intervals(metrics.agreement_report(new_table, bootstrap=25, seed=seed)) == (
+        old.agreement_report(old_table, bootstrap=25, seed=seed)
     )
     for distance in ("masi", "jaccard"):
         assert _plain(metrics.krippendorff_alpha_set(new_table, distance)) == _plain(

@@ -31,7 +31,8 @@ CELL = re.compile(
     r'<a href="[^"]*dimension=(?P<dim>\w+)&amp;round=(?P<round>\w+)"[^>]*>'
     + ALPHA
     + r' (?P<alpha>[-\d.]+|<span class="na")'
-    r'.*?<span class="sub">κ (?P<kappa>[-\d.]+|<span class="na").*? · n (?P<n>\d+)</span>',
+    r'.*?<span class="sub">κ (?P<kappa>[-\d.]+|<span class="na")'
+    r'.*?(?:<span class="ci">\[(?P<low>[-\d.]+), (?P<high>[-\d.]+)\]</span>)? · n (?P<n>\d+)</span>',
     re.S,
 )
 
@@ -43,7 +44,12 @@ def number(text: str) -> float | None:
 def dashboard_cells(client: Client, study: Study) -> dict[tuple[str, str], dict[str, Any]]:
     html = client.get(reverse("agreement:dashboard", args=[study.slug])).content.decode()
     cells = {
-        (m["dim"], m["round"]): {"alpha": number(m["alpha"]), "kappa": number(m["kappa"]), "n": int(m["n"])}
+        (m["dim"], m["round"]): {
+            "alpha": number(m["alpha"]),
+            "kappa": number(m["kappa"]),
+            "kappa_ci": (float(m["low"]), float(m["high"])) if m["low"] else None,
+            "n": int(m["n"]),
+        }
         for m in CELL.finditer(html)
     }
     assert cells, "no summary cell found on the dashboard"
@@ -93,8 +99,16 @@ def test_dashboard_package_and_downloads_agree_on_n_and_every_value(
         ):
             expected = None if report[metric] is None else round(report[metric], 3)
             assert cell[key] == md_number(row[column]) == expected, (dimension, scope, key)
-        ci = report.get("krippendorff_alpha_ci")
-        assert md_number(row[f"{ALPHA} 95% CI low"]) == (None if ci is None else round(ci[0], 3))
+        for name, metric in (
+            (ALPHA, "krippendorff_alpha"),
+            (f"Cohen {KAPPA}", "cohen_kappa"),
+            ("AC1", "gwet_ac1"),
+        ):
+            ci = report.get(f"{metric}_ci")
+            assert md_number(row[f"{name} 95% CI low"]) == (None if ci is None else round(ci[0], 3)), metric
+            assert md_number(row[f"{name} 95% CI high"]) == (None if ci is None else round(ci[1], 3)), metric
+            if metric == "cohen_kappa":
+                assert cell["kappa_ci"] == (None if ci is None else (round(ci[0], 2), round(ci[1], 2)))
         # The dashboard's rounds table, downloaded, says the same.
         url = reverse("agreement:table", args=[labelled.slug, "rounds", "csv"]) + f"?dimension={dimension}"
         download = list(csv.DictReader(io.StringIO(lead_client.get(url).content.decode())))

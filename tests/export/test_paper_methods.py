@@ -40,7 +40,18 @@ def facts(**changes: Any) -> methods.MethodsData:
         ),
         annotators=("alice", "bob"),
         agreement=(
-            methods.AgreementFacts("Symptom", 1, 50, 0.7812, 0.77, 0.779, (0.61, 0.9), 0.8),
+            methods.AgreementFacts(
+                "Symptom",
+                1,
+                50,
+                0.7812,
+                0.77,
+                0.779,
+                (0.61, 0.9),
+                0.8,
+                cohen_kappa_ci=(0.7, 0.85),
+                ac1_ci=(0.72, 0.88),
+            ),
             methods.AgreementFacts("Symptom", 2, 48, None, None, None, None, None),
             methods.AgreementFacts("Symptom", None, 98, 0.7, 0.7, 0.7, None, 0.7),
         ),
@@ -60,7 +71,10 @@ def test_the_methods_text_states_the_numbers_with_their_sources() -> None:
     text = methods.to_markdown(facts())
     assert "holds 120 items: 80 GitHub and 40 Stack Overflow" in text
     assert "100 relevant and 20 irrelevant" in text and "15 not distributed" in text
-    assert "in round 1 (n = 50), Cohen's kappa was 0.781, Krippendorff's alpha 0.779 [0.610, 0.900]" in text
+    assert (
+        "in round 1 (n = 50), Cohen's kappa was 0.781 [0.700, 0.850], "
+        "Krippendorff's alpha 0.779 [0.610, 0.900] and Gwet's AC1 0.800 [0.720, 0.880]"
+    ) in text
     assert "in round 2 (n = 48), Cohen's kappa was undefined" in text
     assert "reached at item 75" in text and "base 50 items with 10 categories" in text
     assert "changed 3 times: 2 renamed and 1 merged" in text
@@ -132,8 +146,10 @@ def test_the_demo_methods_section_states_its_real_per_round_kappa(paper: dict[st
         report = round_["dimensions"]["distributed_specific"]
         if "error" in report or not report["n_pairable"]:
             continue
-        n, kappa = report["n_pairable"], report["cohen_kappa"]
-        phrase = f"in round {round_['round']} (n = {n}), Cohen's kappa was {kappa:.3f}"
+        n, kappa, (low, high) = report["n_pairable"], report["cohen_kappa"], report["cohen_kappa_ci"]
+        phrase = (
+            f"in round {round_['round']} (n = {n}), Cohen's kappa was {kappa:.3f} [{low:.3f}, {high:.3f}]"
+        )
         assert phrase in md and phrase in tex
         stated += 1
     assert stated == 2  # rounds 1 and 2 of the demo; round 3 has no labels yet

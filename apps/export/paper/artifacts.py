@@ -32,7 +32,7 @@ AGREEMENT_LINES = (
 
 
 def agreement_lines(agreement: Mapping[str, Any], dimension: str) -> tuple[list[str], list[Line]]:
-    """Round labels and one line per coefficient (alpha with its bootstrap interval) of `dimension`."""
+    """Round labels and one line per coefficient of `dimension`, each with its bootstrap intervals."""
     rounds = [
         r
         for r in agreement["rounds"]
@@ -45,14 +45,12 @@ def agreement_lines(agreement: Mapping[str, Any], dimension: str) -> tuple[list[
         values = [None if "error" in rep else rep.get(metric) for rep in reports]
         if all(v is None for v in values):
             continue
-        intervals = (
-            [
-                tuple(rep["krippendorff_alpha_ci"]) if rep.get("krippendorff_alpha_ci") else None
-                for rep in reports
-            ]
-            if metric == "krippendorff_alpha"
-            else []
-        )
+        intervals = [
+            (float(rep[f"{metric}_ci"][0]), float(rep[f"{metric}_ci"][1]))
+            if rep.get(f"{metric}_ci")
+            else None
+            for rep in reports
+        ]
         lines.append(Line(label, values, intervals))
     return labels, lines
 

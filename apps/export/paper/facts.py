@@ -35,6 +35,11 @@ FIGURE_DIR = "figures"
 TABLE_DIR = "tables"
 
 
+def _interval(report: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    bounds = report.get(f"{metric}_ci")
+    return (float(bounds[0]), float(bounds[1])) if bounds else None
+
+
 def _agreement_facts(agreement: Mapping[str, Any], names: Mapping[str, str]) -> list[methods.AgreementFacts]:
     out = []
     periods = [(r["round"], r["dimensions"]) for r in agreement["rounds"]] + [(None, agreement["all_rounds"])]
@@ -42,7 +47,6 @@ def _agreement_facts(agreement: Mapping[str, Any], names: Mapping[str, str]) -> 
         for key, report in reports.items():
             if "error" in report:
                 continue
-            ci = report.get("krippendorff_alpha_ci")
             out.append(
                 methods.AgreementFacts(
                     dimension=names.get(key, key),
@@ -51,8 +55,10 @@ def _agreement_facts(agreement: Mapping[str, Any], names: Mapping[str, str]) -> 
                     cohen_kappa=report.get("cohen_kappa"),
                     fleiss_kappa=report.get("fleiss_kappa"),
                     alpha=report.get("krippendorff_alpha"),
-                    alpha_ci=(ci[0], ci[1]) if ci else None,
+                    alpha_ci=_interval(report, "krippendorff_alpha"),
                     ac1=report.get("gwet_ac1"),
+                    cohen_kappa_ci=_interval(report, "cohen_kappa"),
+                    ac1_ci=_interval(report, "gwet_ac1"),
                 )
             )
     return out

@@ -90,14 +90,19 @@ class Line:
     intervals: Sequence[tuple[float, float] | None] = ()
 
 
+DODGE = 0.08
+"""How far apart (in rounds) the coefficients of one round are drawn."""
+
+
 def agreement_over_rounds(rounds: Sequence[str], lines: Sequence[Line], *, title: str, fmt: str) -> bytes:
-    """Coefficients per round with error bars for their intervals; the 0.667 and 0.8 alpha thresholds
-    (Krippendorff 2004) dashed."""
+    """Coefficients per round with error bars for their 95 % intervals, side by side; the 0.667 and 0.8
+    alpha thresholds (Krippendorff 2004) dashed."""
     with _styled():
         fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.3), layout="constrained")
-        xs = list(range(len(rounds)))
         for n, line in enumerate(lines):
             color = COLORS[n % len(COLORS)]
+            # Each line a little to the side, so that the intervals of one round do not hide each other.
+            xs = [x + DODGE * (n - (len(lines) - 1) / 2) for x in range(len(rounds))]
             points = [(x, v) for x, v in zip(xs, line.values, strict=True) if v is not None]
             if points:
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, lw=1, color=color,
@@ -108,7 +113,7 @@ def agreement_over_rounds(rounds: Sequence[str], lines: Sequence[Line], *, title
                     ax.errorbar([x], [value], yerr=[[below], [above]], color=color, capsize=2, lw=0.8)
         for threshold in (0.667, 0.8):
             ax.axhline(threshold, color="#999999", lw=0.6, ls="--")
-        ax.set_xticks(xs, [_short(r, 14) for r in rounds])
+        ax.set_xticks(list(range(len(rounds))), [_short(r, 14) for r in rounds])
         ax.set_xlabel("round")
         ax.set_ylim(min(-0.1, *(v for line in lines for v in line.values if v is not None)), 1.05)
         ax.set_ylabel("coefficient")

@@ -54,6 +54,8 @@ class AgreementFacts:
     alpha: float | None
     alpha_ci: tuple[float, float] | None
     ac1: float | None
+    cohen_kappa_ci: tuple[float, float] | None = None
+    ac1_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,11 +155,15 @@ def labelling_section(d: MethodsData) -> Section:
     return Section("labelling", "Labelling", (Paragraph(text, "sampling.json, annotations.csv"),))
 
 
+def _ci(interval: tuple[float, float] | None) -> str:
+    return f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+
+
 def agreement_section(d: MethodsData) -> Section:
     conventions = Paragraph(
-        "We report, per dimension and round, Cohen's kappa (mean over annotator pairs), Fleiss' kappa, "
-        "Krippendorff's alpha (nominal) with a 95% bootstrap interval "
-        f"({d.bootstrap:,} replicates, seed {d.seed}) and Gwet's AC1, on the items rated by two or more "
+        "We report, per dimension and round, Cohen's kappa (defined for two annotators), Fleiss' kappa, "
+        "Krippendorff's alpha (nominal) and Gwet's AC1, each with a 95% percentile bootstrap interval "
+        f"({d.bootstrap:,} replicates of the items, seed {d.seed}), on the items rated by two or more "
         "annotators (n). A *pending* (undecided) label counts as a value of its own; a coefficient the data "
         "cannot define is reported as undefined with its reason.",
         "agreement.md",
@@ -169,11 +175,10 @@ def agreement_section(d: MethodsData) -> Section:
             continue
         parts = []
         for a in facts:
-            interval = f" [{a.alpha_ci[0]:.3f}, {a.alpha_ci[1]:.3f}]" if a.alpha_ci else ""
+            kappa, alpha = _n(a.cohen_kappa) + _ci(a.cohen_kappa_ci), _n(a.alpha) + _ci(a.alpha_ci)
             parts.append(
-                f"in round {a.round} (n = {a.n}), Cohen's kappa was {_n(a.cohen_kappa)}, "
-                f"Krippendorff's alpha "
-                f"{_n(a.alpha)}{interval} and Gwet's AC1 {_n(a.ac1)}"
+                f"in round {a.round} (n = {a.n}), Cohen's kappa was {kappa}, "
+                f"Krippendorff's alpha {alpha} and Gwet's AC1 {_n(a.ac1)}{_ci(a.ac1_ci)}"
             )
         paragraphs.append(
             Paragraph(f"For *{dimension}*, " + "; ".join(parts) + ".", f"agreement.json ({dimension})")

@@ -210,8 +210,8 @@ def format_text(report: dict[str, Any], title: str) -> str:
         if key not in report:
             continue
         line = f"{label:<32}{_number(report[key]):>9}"
-        if key == "krippendorff_alpha" and report.get("krippendorff_alpha_ci"):
-            low, high = report["krippendorff_alpha_ci"]
+        if report.get(f"{key}_ci"):
+            low, high = report[f"{key}_ci"]
             line += f"   95% CI [{low:.4f}, {high:.4f}]"
         lines.append(line)
     categories = report["per_category"]
