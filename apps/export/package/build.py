@@ -42,7 +42,7 @@ from ..counts import CountAccumulator, counts_latex, counts_markdown
 from ..json_text import ItemJson
 from ..rows import ExportOptions, StudyReader, count_item, dimension_trees, iso
 from ..services import Written, source_labels
-from .models import write_models
+from .models import models_report, write_models
 from .report import agreement_markdown, readme_text
 
 PACKAGE_FORMAT = "taxonomist-replication-package"
@@ -465,8 +465,11 @@ def build_package(
         # Imported here: the paper folder reads this module's agreement and sampling data.
         from apps.export.paper.facts import write_paper
 
+        note("Comparing the model raters…")
+        compared = models_report(study, index)
         paper = [
-            f"{PAPER_DIR}/{name}" for name in write_paper(study, directory / PAPER_DIR, agreement=agreement)
+            f"{PAPER_DIR}/{name}"
+            for name in write_paper(study, directory / PAPER_DIR, agreement=agreement, models=compared)
         ]
         del agreement
         note("Writing the study, codebook and rounds…")
@@ -475,7 +478,8 @@ def build_package(
         _write_text(directory / "sampling.json", dump_json(sampling_data(study)))
         _write_text(directory / "discussion.json", dump_json(discussion_data(study)))
         note("Writing the model raters…")
-        models = write_models(study, directory, index, dump_json)
+        models = write_models(study, directory, index, dump_json, compared)
+        del compared
         n_items = 0
         with (directory / "items.jsonl").open("w", encoding="utf-8", newline="") as handle:
             for line in item_lines(study):

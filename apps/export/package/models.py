@@ -18,10 +18,20 @@ from .. import tables
 AGREEMENT_FILE = f"{MODELS_DIR}/agreement.json"
 
 
+def models_report(study: Study, index: CodebookIndex) -> dict[str, Any] | None:
+    """``models/agreement.json``'s content, or None for a study without model raters."""
+    return models_agreement(study, index) if has_models(study) else None
+
+
 def write_models(
-    study: Study, directory: Path, index: CodebookIndex, dump_json: Callable[[Any], str]
+    study: Study,
+    directory: Path,
+    index: CodebookIndex,
+    dump_json: Callable[[Any], str],
+    report: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Write the ``models/`` files when the study has a model rater; their names (none otherwise)."""
+    """Write the ``models/`` files when the study has a model rater; their names (none otherwise).
+    ``report``: `models_report`, when the caller computed it already (the paper folder uses it too)."""
     if not has_models(study):
         return []
     (directory / MODELS_DIR).mkdir(parents=True, exist_ok=True)
@@ -29,5 +39,6 @@ def write_models(
     with (directory / ANSWERS_FILE).open("w", encoding="utf-8", newline="") as handle:
         for line in answer_lines(study):
             handle.write(tables.json_line(line) + "\n")
-    (directory / AGREEMENT_FILE).write_text(dump_json(models_agreement(study, index)), encoding="utf-8")
+    report = report if report is not None else models_agreement(study, index)
+    (directory / AGREEMENT_FILE).write_text(dump_json(report), encoding="utf-8")
     return [RATERS_FILE, ANSWERS_FILE, AGREEMENT_FILE]

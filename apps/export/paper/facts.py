@@ -19,15 +19,17 @@ from django.db.models import Count
 from apps.accounts.models import Study
 from apps.adjudication.models import Decision, DecisionFinding, Provenance
 from apps.adjudication.queries import discussion_outcome_data
-from apps.annotation.models import Assignment, Cause
+from apps.agreement.models_report import models_agreement
+from apps.annotation.models import Annotation, Assignment, Cause
 from apps.corpus.models import Item, Relevance
 from apps.export.package.build import agreement_data, sampling_data
 from apps.export.rows import gold_count_tables
 from apps.export.services import source_labels
+from apps.raters.package import has_models, raters_data
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import ChangeKind, CodebookChange
 
-from . import artifacts, data, methods
+from . import artifacts, data, methods, methods_models
 from . import crosstab as ct
 from .figures import FORMATS
 
@@ -72,7 +74,10 @@ def methods_data(
     *,
     figures: tuple[methods.Artifact, ...] = (),
     tables: tuple[methods.Artifact, ...] = (),
+    models: Mapping[str, Any] | None = None,
 ) -> methods.MethodsData:
+    """The facts of the methods section. ``models``: the package's ``models/agreement.json``
+    (`models_agreement`), computed here when the study has model raters and it is not given."""
     labels = source_labels()
     items = Item.objects.filter(study=study)
     sources = [
@@ -152,9 +157,68 @@ def methods_data(
         tables=tables,
         extra_sections=tuple(
             section
-            for section in (methods.discussion_section(_discussion_facts(study, agreement, names)),)
+            for section in (
+                methods.discussion_section(_discussion_facts(study, agreement, names)),
+                _models_section(study, index, models),
+            )
             if section
         ),
+    )
+
+
+def _models_section(
+    study: Study, index: CodebookIndex, report: Mapping[str, Any] | None
+) -> methods.Section | None:
+    if not has_models(study):
+        return None
+    report = report if report is not None else models_agreement(study, index)
+    assisted = Annotation.objects.filter(assignment__study=study, suggestion_shown=True).count()
+    return methods_models.models_section(model_facts(index, raters_data(study), report), assisted)
+
+
+def model_facts(
+    index: CodebookIndex, raters: Mapping[str, Any], report: Mapping[str, Any]
+) -> list[methods_models.ModelFacts]:
+    """Each model rater of ``models/raters.json`` with its figures of ``models/agreement.json``."""
+    names = {d.key: d.name for d in index.dimensions}
+    out = []
+    for rater in raters["raters"]:
+        figures = report["raters"].get(rater["name"], {})
+        dimensions = [] if "error" in figures else [
+            _model_dimension(names.get(key, key), value) for key, value in figures.items()
+        ]  # fmt: skip
+        out.append(
+            methods_models.ModelFacts(
+                name=rater["name"],
+                kind=rater["kind"],
+                model=rater["model"],
+                model_ids=tuple(rater["model_ids"]),
+                temperature=rater["temperature"],
+                samples=rater["samples"],
+                prompt_version=rater["prompt_version"],
+                answers=rater["answers"],
+                dimensions=tuple(d for d in dimensions if d is not None),
+                error=figures.get("error"),
+            )
+        )
+    return out
+
+
+def _model_dimension(name: str, value: Mapping[str, Any]) -> methods_models.ModelDimensionFacts | None:
+    people = value.get("with_people") or {}
+    if "error" in people or not people.get("n_pairable"):
+        return None
+    gold = value.get("gold") or {}
+    return methods_models.ModelDimensionFacts(
+        dimension=name,
+        n=int(people["n_pairable"]),
+        alpha=people.get("krippendorff_alpha"),
+        alpha_ci=_interval(people, "krippendorff_alpha"),
+        accuracy=gold.get("accuracy"),
+        accuracy_ci=(gold["accuracy_ci"][0], gold["accuracy_ci"][1]) if gold.get("accuracy_ci") else None,
+        n_gold=int(gold.get("n") or 0),
+        macro_f1=gold.get("macro_f1"),
+        alt_test=value.get("alt_test"),
     )
 
 
@@ -202,10 +266,17 @@ def _dimension_pairs(index: CodebookIndex) -> list[tuple[str, str]]:
     return list(pairwise(keys))
 
 
-def write_paper(study: Study, directory: Path, *, agreement: Mapping[str, Any] | None = None) -> list[str]:
+def write_paper(
+    study: Study,
+    directory: Path,
+    *,
+    agreement: Mapping[str, Any] | None = None,
+    models: Mapping[str, Any] | None = None,
+) -> list[str]:
     """Write the paper folder into `directory`: methods.md, methods.tex, references.bib, every figure as
     SVG and PDF under figures/, the cross-tabs as CSV, JSON, Markdown and LaTeX under tables/. Returns
-    the written files' paths relative to `directory`, sorted."""
+    the written files' paths relative to `directory`, sorted. ``agreement`` and ``models``: the package's
+    ``agreement.json`` and ``models/agreement.json`` when the caller has them (computed here otherwise)."""
     index = CodebookIndex.for_study(study)
     agreement = agreement if agreement is not None else agreement_data(study, index)
     written: list[str] = []
@@ -231,7 +302,8 @@ def write_paper(study: Study, directory: Path, *, agreement: Mapping[str, Any] |
             ),
             (
                 "agreement",
-                f"{name}: agreement by round (Krippendorff's alpha with 95% bootstrap interval).",
+                f"{name}: agreement by round (Krippendorff's alpha, Cohen's kappa and Gwet's AC1, "
+                "with 95% bootstrap intervals).",
                 partial(artifacts.agreement_figure, study, key, agreement=agreement),
             ),
             (
@@ -270,7 +342,13 @@ def write_paper(study: Study, directory: Path, *, agreement: Mapping[str, Any] |
             methods.Artifact(f"{FIGURE_DIR}/crosstab-{rows}-{cols}", caption, f"fig:crosstab-{rows}-{cols}")
         )
     facts = methods_data(
-        study, index, agreement, saturations, figures=tuple(figure_list), tables=tuple(table_list)
+        study,
+        index,
+        agreement,
+        saturations,
+        figures=tuple(figure_list),
+        tables=tuple(table_list),
+        models=models,
     )
     put("methods.md", methods.to_markdown(facts))
     put("methods.tex", methods.to_latex(facts))

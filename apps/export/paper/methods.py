@@ -334,6 +334,14 @@ PREAMBLE = r"""\documentclass[10pt]{article}
 """
 
 
+CITATIONS = {
+    "Guest, Namey and Chen, 2020": "guest2020",
+    "Garrison et al. 2006": "garrison2006",
+    "Calderon, Reichart and Dror, 2025": "calderon2025",
+}
+"""A phrase the sections write, and the entry of `BIBTEX` LaTeX cites after it."""
+
+
 def to_latex(d: MethodsData, *, standalone: bool = True) -> str:
     """The section as LaTeX: a complete document (`standalone`) or its body to ``\\input``."""
     body = [r"\section{Methods}\label{sec:methods}"]
@@ -341,12 +349,8 @@ def to_latex(d: MethodsData, *, standalone: bool = True) -> str:
         body.append(rf"\subsection{{{latex_escape(section.title)}}}\label{{sec:methods-{section.key}}}")
         for p in section.paragraphs:
             text = _tex_text(p.text)
-            if section.key == "codebook" and "Guest" in p.text:
-                text = text.replace(
-                    "Guest, Namey and Chen, 2020", r"Guest, Namey and Chen, 2020~\cite{guest2020}"
-                )
-            if section.key == "discussion" and "Garrison et al. 2006" in p.text:
-                text = text.replace("Garrison et al. 2006", r"Garrison et al. 2006~\cite{garrison2006}")
+            for phrase, key in CITATIONS.items():
+                text = text.replace(phrase, rf"{phrase}~\cite{{{key}}}")
             if section.key == "agreement" and p is section.paragraphs[0]:
                 text += r" Coefficients follow \cite{cohen1960,fleiss1971,krippendorff2004,gwet2008}."
             body += [text, *([f"% Source: {p.source}"] if p.source else []), ""]
@@ -440,5 +444,14 @@ BIBTEX = r"""@article{guest2020,
   pages   = {1--8},
   year    = {2006},
   doi     = {10.1016/j.iheduc.2005.11.001}
+}
+
+@inproceedings{calderon2025,
+  author    = {Calderon, Nitay and Reichart, Roi and Dror, Rotem},
+  title     = {The Alternative Annotator Test for {LLM}-as-a-Judge: How to Statistically Justify Replacing
+               Human Annotators with {LLMs}},
+  booktitle = {Proceedings of the 63rd Annual Meeting of the Association for Computational Linguistics},
+  year      = {2025},
+  note      = {arXiv:2501.10970}
 }
 """
