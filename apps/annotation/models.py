@@ -204,6 +204,28 @@ class Annotation(models.Model):
         return f"Annotation of {self.assignment}"
 
 
+class SendBack(models.Model):
+    """A lead sent an annotator's submitted labels back to be labelled again, because the codebook changed
+    under them (docs/paper.md, the re-review worklist): the annotation became a draft holding those labels
+    (`labels_before`), the item's decision was withdrawn, and the assignment is in the annotator's queue
+    again. It is open while the annotation is unsubmitted; submitting it closes it, with no write of its
+    own on the submission path."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="send_backs")
+    reason = models.TextField()
+    labels_before = models.JSONField(default=list)
+    memo_before = models.TextField(blank=True)
+    codebook_version = models.PositiveIntegerField(help_text="The codebook version it was sent back at.")
+    sent_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["assignment", "sent_at"], name="sendback_assignment")]
+
+    def __str__(self) -> str:
+        return f"Sent back: {self.assignment}"
+
+
 class Finding(models.Model):
     """One fault (or question) reported by a post; a post may report several."""
 

@@ -32,7 +32,7 @@ from apps.taxonomy.label_stores import Moved, remap_category_rows
 from apps.taxonomy.models import Category
 
 from . import payload as pl
-from .models import Annotation, Assignment, Finding, LabelValue
+from .models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, SendBack
 
 if TYPE_CHECKING:
     from .services.common import LoadedCodebook
@@ -107,6 +107,19 @@ def replace_imported_labels(annotations: Sequence[ImportedLabels], book: LoadedC
         for (number, dimension, key), original in chosen.items():
             originals[(annotation.pk, number, dimension, key)] = original
     write_findings([(a, findings) for a, findings, _ in annotations], book, originals)
+
+
+def reopen_annotations(reopened: Sequence[SendBack], drafts: Mapping[int, Mapping[str, Any]]) -> None:
+    """Labels sent back to their annotators: each annotation's findings deleted and its labels kept as its
+    draft (`drafts`, by assignment id), the annotation and its assignment unsubmitted, the `SendBack`
+    rows written. An unsubmitted annotation with a draft is what the workbench and every submission path
+    already know how to finish."""
+    ids = [s.assignment_id for s in reopened]
+    Finding.objects.filter(annotation__assignment_id__in=ids).delete()
+    for assignment_id, draft in drafts.items():
+        Annotation.objects.filter(assignment_id=assignment_id).update(submitted_at=None, draft=dict(draft))
+    Assignment.objects.filter(pk__in=ids).update(status=AssignmentStatus.OPEN, submitted_at=None)
+    SendBack.objects.bulk_create(reopened)
 
 
 def delete_drafts(assignment_ids: Iterable[int]) -> None:

@@ -17,5 +17,6 @@ urlpatterns = [
     path("paper/crosstab.<str:fmt>", paper.paper_crosstab, name="paper-crosstab"),
     path("paper/methods/", paper.paper_methods, name="paper-methods"),
     path("paper/rereview/<int:item_id>/", paper.paper_still_right, name="paper-still-right"),
+    path("paper/rereview/<int:item_id>/send-back/", paper.paper_send_back, name="paper-send-back"),
     path("paper/methods.<str:fmt>", paper.paper_methods_file, name="paper-methods-file"),
 ]

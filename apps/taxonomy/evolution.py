@@ -102,21 +102,29 @@ class Label:
 class WorkItem:
     item: str
     reasons: tuple[str, ...]
-    """E.g. ``alice labelled hang on v2; hang was split at v3``."""
+    """E.g. ``alice labelled hang on v2; it was split at v3``."""
+    outdated: tuple[tuple[str, str], ...] = ()
+    """(annotator, what changed under their label), e.g. ``("alice", "hang, chosen on v2, was split at
+    v3")``: whose labels a lead may send back, and what each of them is told (their own label only)."""
 
 
 def rereview_worklist(
-    labels: Iterable[Label], log: Sequence[LoggedChange], reviewed: Mapping[str, int] | None = None
+    labels: Iterable[Label],
+    log: Sequence[LoggedChange],
+    reviewed: Mapping[str, int] | None = None,
+    names: Mapping[tuple[str, str], str] | None = None,
 ) -> list[WorkItem]:
     """Items with a label made on a version after which its category was split, merged, redefined or
     retired; an item re-reviewed (``reviewed[item]`` = the codebook version of that re-review) leaves the
-    list until a later such change. Items in first-seen order."""
+    list until a later such change. Items in first-seen order. ``names`` ((dimension, key) → the category's
+    name) words what an annotator is told (`WorkItem.outdated`); the lead's reasons keep the keys."""
     reviewed = reviewed or {}
     changes: dict[tuple[str, str], list[LoggedChange]] = {}
     for entry in log:
         if entry.kind in REVIEW_KINDS:
             changes.setdefault((entry.dimension, entry.category), []).append(entry)
     reasons: dict[str, list[str]] = {}
+    outdated: dict[str, list[tuple[str, str]]] = {}
     for label in labels:
         for entry in changes.get((label.dimension, label.category), ()):
             if entry.version > label.version and entry.version > reviewed.get(label.item, 0):
@@ -130,7 +138,14 @@ def rereview_worklist(
                 reasons.setdefault(label.item, [])
                 if reason not in reasons[label.item]:
                     reasons[label.item].append(reason)
-    return [WorkItem(item, tuple(r)) for item, r in reasons.items()]
+                chosen = (names or {}).get((label.dimension, label.category), label.category)
+                note = (
+                    label.annotator,
+                    f"{chosen}, chosen on v{label.version}, was {word} at v{entry.version}",
+                )
+                if note not in outdated.setdefault(label.item, []):
+                    outdated[label.item].append(note)
+    return [WorkItem(item, tuple(r), tuple(outdated[item])) for item, r in reasons.items()]
 
 
 def labels_per_version(versions: Iterable[int]) -> dict[int, int]:

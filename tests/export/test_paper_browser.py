@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from apps.accounts.models import Study, User
+from apps.annotation import services
 from tests.browser import watched_page
 
 pytestmark = pytest.mark.browser
@@ -66,10 +67,15 @@ def check(name: str, content: bytes) -> None:
 def test_a_lead_downloads_every_table_and_figure(
     live_server: Any, page: Any, labelled: Study, lead: User, tmp_path: Path
 ) -> None:
+    # Round 1 revealed for discussion: the dashboard adds its "Before and after discussion" table.
+    labelled.discuss_after_reveal = True
+    labelled.save(update_fields=["discuss_after_reveal"])
+    services.reveal_round(labelled, 1, force=True, actor=lead)
     log_in(page, live_server)
     page.goto(f"{live_server.url}/studies/{labelled.slug}/agreement/?dimension=type&round=1")
+    assert page.locator("#before-after-title").is_visible()
     links = page.locator("p.downloads a")
-    assert links.count() == 15  # five tables, three formats
+    assert links.count() == 18  # six tables, three formats
     names = set()
     for n in range(links.count()):
         fresh(page, n)
@@ -79,10 +85,21 @@ def test_a_lead_downloads_every_table_and_figure(
     assert {n.split("-agreement-")[1].split("-")[0] for n in names} == {
         "summary",
         "rounds",
+        "discussion",
         "categories",
         "pairs",
         "confusion",
     }
+    page.reload()
+    # The confusion matrix of the two annotators, as a figure under its table.
+    figure_links = page.locator("#confusion-figure a")
+    assert figure_links.count() == 2
+    kinds = set()
+    for n in range(2):
+        name, content = download(page, figure_links.nth(n), tmp_path)
+        check(name, content)
+        kinds.add(name.rsplit(".", 1)[1])
+    assert kinds == {"svg", "pdf"}
 
     page.goto(
         f"{live_server.url}/studies/{labelled.slug}/paper/?rows=symptom&rows_level=1&cols=fix&dimension=type"

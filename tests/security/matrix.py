@@ -223,6 +223,7 @@ MATRIX: dict[str, Rule] = {
     "export:paper-crosstab": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "csv"}),
     "export:paper-methods": page("lead", kwargs=study),
     "export:paper-still-right": page("lead", "POST", kwargs=item(0, "item_id"), post=302),
+    "export:paper-send-back": page("lead", "POST", kwargs=item(0, "item_id"), post=302),
     "export:paper-methods-file": page("lead", kwargs=lambda w: {"slug": w.study.slug, "fmt": "md"}),
     # --- API: schema and docs ----------------------------------------------------------------------
     "api-schema": api("public"),

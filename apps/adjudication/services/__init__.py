@@ -2,8 +2,9 @@
 
 One module per concern: `consolidate` (an item's Review and automatic decision follow its annotations),
 `decide` (the lead's decision and claim), `codebook` (following merges and splits), `imports` (gold labels
-from a file); `record` holds the writes they share (a new current decision, a Review's state), `errors`
-what a refused decision says, and `sql` every hand-written statement. Callers import from this package.
+from a file), `send_back` (outdated labels back to their annotators); `record` holds the writes they share
+(a new current decision, a Review's state), `errors` what a refused decision says, and `sql` every
+hand-written statement. Callers import from this package.
 
 Locking contract. Every write on one item's consolidation state runs in one transaction that first locks
 the item's row (`consolidate_item`, `import_decisions`) or its Review row (`decide`, `claim`), then reads
@@ -21,6 +22,7 @@ from .decide import claim, decide, gold_from_keys
 from .errors import AdjudicationError, DecisionConflict
 from .imports import ImportedDecisions, import_decisions
 from .record import AUTOMATIC, Gold
+from .send_back import send_back
 
 __all__ = [
     "AUTOMATIC",
@@ -37,4 +39,5 @@ __all__ = [
     "follow_split",
     "gold_from_keys",
     "import_decisions",
+    "send_back",
 ]

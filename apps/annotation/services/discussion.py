@@ -151,7 +151,7 @@ def _freeze(round_: Round) -> int:
                 item_id=a.assignment.item_id,
                 annotator_id=a.assignment.annotator_id,
                 memo=a.memo,
-                labels=_labels_json(stored_labels(a, book)),
+                labels=labels_json(stored_labels(a, book)),
                 submitted_at=a.submitted_at,
             )
             for a in annotations
@@ -172,7 +172,7 @@ def _freeze(round_: Round) -> int:
     return len(records)
 
 
-def _labels_json(selections: Sequence[Mapping[str, pl.Value]]) -> list[dict[str, Any]]:
+def labels_json(selections: Sequence[Mapping[str, pl.Value]]) -> list[dict[str, Any]]:
     return [
         {key: (value if value == pl.PENDING else list(value)) for key, value in finding.items()}
         for finding in selections
@@ -237,9 +237,9 @@ def revise_annotation(
         Revision.objects.create(
             annotation=annotation,
             revised_at=now,
-            labels_before=_labels_json(before),
+            labels_before=labels_json(before),
             memo_before=annotation.memo,
-            labels_after=_labels_json(clean.findings),
+            labels_after=labels_json(clean.findings),
             memo_after=clean.memo,
             imported=imported,
         )

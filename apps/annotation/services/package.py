@@ -30,6 +30,7 @@ from ..models import (
     Round,
     RoundKind,
     RoundPhase,
+    SendBack,
 )
 from ..writes import mark_assisted
 
@@ -102,9 +103,18 @@ def discussion_data(study: Study) -> dict[str, Any]:
         .values_list("assignment__round__number", "assignment__item__url", "assignment__annotator__username")
         .order_by("assignment__round__number", "assignment__item__url", "assignment__annotator__username")
     ]  # fmt: skip
+    send_backs = [
+        {"round": s.assignment.round.number, "item": s.assignment.item.url,
+         "annotator": s.assignment.annotator.username, "reason": s.reason, "labels_before": s.labels_before,
+         "memo_before": s.memo_before, "codebook_version": s.codebook_version,
+         "sent_by": s.sent_by.username if s.sent_by else None, "sent_at": _iso(s.sent_at)}
+        for s in SendBack.objects.filter(assignment__study=study)
+        .select_related("assignment__round", "assignment__item", "assignment__annotator", "sent_by")
+        .order_by("sent_at", "id")
+    ]  # fmt: skip
     return {"rounds": rounds, "blind_records": blind, "revisions": revisions, "comments": comments,
             "causes": causes, "disagreement_causes": disagreement_causes,
-            "assisted": assisted}  # fmt: skip
+            "assisted": assisted, "send_backs": send_backs}  # fmt: skip
 
 
 def usernames(data: Mapping[str, Any]) -> set[str]:
@@ -115,6 +125,8 @@ def usernames(data: Mapping[str, Any]) -> set[str]:
     for c in data.get("comments", []):
         names |= {c["author"], *c.get("mentions", [])}
     names |= {d["set_by"] for d in data.get("disagreement_causes", []) if d.get("set_by")}
+    names |= {s["annotator"] for s in data.get("send_backs", [])}
+    names |= {s["sent_by"] for s in data.get("send_backs", []) if s.get("sent_by")}
     return names
 
 
@@ -172,6 +184,18 @@ def restore_discussion(
             labels_before=raw["before"], memo_before=raw.get("memo_before", ""), labels_after=raw["after"],
             memo_after=raw.get("memo_after", ""), imported=bool(raw.get("imported")),
         )  # fmt: skip
+    SendBack.objects.bulk_create(
+        SendBack(
+            assignment=assignments[(raw["round"], item_ids[raw["item"]], raw["annotator"])],
+            reason=raw["reason"],
+            labels_before=raw.get("labels_before", []),
+            memo_before=raw.get("memo_before", ""),
+            codebook_version=raw["codebook_version"],
+            sent_by=users.get(raw.get("sent_by") or ""),
+            sent_at=_when(raw["sent_at"]),
+        )
+        for raw in data.get("send_backs", [])
+    )
     for raw in data.get("comments", []):
         comment = Comment.objects.create(
             round=rounds[raw["round"]], item_id=item_ids[raw["item"]], author=users[raw["author"]],

@@ -31,6 +31,7 @@ from .. import decided, services, suggestions
 from .. import payload as pl
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase
+from ..services import send_back
 from .common import request_user
 from .discussion import discussion_context, readable
 from .options import options_html
@@ -58,12 +59,14 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
         row["phase_label"] = RoundPhase(row["round__phase"]).label
     rows = mine.select_related("item", "round").order_by("round__number", "position", "id")
+    open_rows = list(rows.open().exclude(decided.reader().review_decided("item__"))[:QUEUE_SIZE])
     ctx = study_context(
         study,
         role,
         "queue",
         per_round=per_round,
-        open=list(rows.open().exclude(decided.reader().review_decided("item__"))[:QUEUE_SIZE]),
+        open=open_rows,
+        sent_back=send_back.sent_back_ids([a.pk for a in open_rows]),
         submitted=list(rows.submitted().order_by("-submitted_at")[:50]),
         done=sum(r["done"] for r in per_round),
         total=sum(r["total"] for r in per_round),
@@ -277,9 +280,17 @@ def _workbench_context(
         revealed=revealed,
         **discussion,
         suggestion=suggestion,
+        sent_back=_sent_back(assignment, annotation),
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _sent_back(assignment: Assignment, annotation: Annotation | None) -> object | None:
+    """Why a lead sent the labels back, while they wait in a draft (no query for any other item)."""
+    if annotation is None or annotation.submitted_at is not None or not annotation.draft:
+        return None
+    return send_back.open_send_back(assignment)
 
 
 def _standing(

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from django.db.models import Count
 
 from apps.accounts.models import Study, User
+from apps.adjudication.services import send_back
 from apps.annotation.models import Annotation, LabelValue
+from apps.annotation.services import AnnotationError
 from apps.corpus.models import Item
 from apps.export.models import ReReview
 from apps.taxonomy import evolution
 from apps.taxonomy.codebook_spec import codebook_from_data
-from apps.taxonomy.models import Codebook, CodebookChange, CodebookVersion
+from apps.taxonomy.models import Category, Codebook, CodebookChange, CodebookVersion
 
 from .data import PaperError
 
@@ -91,7 +93,29 @@ def rereview_worklist(study: Study) -> list[evolution.WorkItem]:
             "finding__annotation__codebook_version",
         )
     )
-    return evolution.rereview_worklist(labels, _log(study), reviewed)
+    names = {
+        (dimension, key): name
+        for dimension, key, name in Category.objects.filter(dimension__codebook__study=study).values_list(
+            "dimension__key", "key", "name"
+        )
+    }
+    return evolution.rereview_worklist(labels, _log(study), reviewed, names)
+
+
+def send_back_item(study: Study, item: Item, user: User | None) -> list[str]:
+    """Send the item's labels the worklist lists back to the annotators who made them (each told what
+    changed under their own label); their usernames. PaperError when the item is not on the worklist."""
+    work = next((w for w in rereview_worklist(study) if w.item == item.url), None)
+    if work is None or not work.outdated:
+        raise PaperError(f"{item.url} is not on the re-review worklist: nothing to send back")
+    notes: dict[str, list[str]] = {}
+    for annotator, note in work.outdated:
+        notes.setdefault(annotator, []).append(note)
+    try:
+        sent = send_back(study, item, notes, by=user)
+    except AnnotationError as exc:
+        raise PaperError(str(exc)) from exc
+    return sorted(s.assignment.annotator.username for s in sent)
 
 
 def mark_still_right(study: Study, item: Item, user: User | None) -> ReReview:

@@ -175,7 +175,15 @@ def _evolution_parts(study: Study, g: QueryDict) -> dict[str, Any]:
     return {
         "versions": versions,
         "evolution": evolution.codebook_evolution(study, old, new),
-        "worklist": [{"url": w.item, "id": ids.get(w.item), "reasons": w.reasons} for w in work],
+        "worklist": [
+            {
+                "url": w.item,
+                "id": ids.get(w.item),
+                "reasons": w.reasons,
+                "annotators": sorted({name for name, _ in w.outdated}),
+            }
+            for w in work
+        ],
     }
 
 
@@ -187,6 +195,24 @@ def paper_still_right(request: HtmxHttpRequest, slug: str, item_id: int) -> Http
     item = get_object_or_404(Item.objects.filter(study=study), pk=item_id)
     evolution.mark_still_right(study, item, request.user if isinstance(request.user, User) else None)
     messages.success(request, f"Marked {item.url} as still right.")
+    return redirect(reverse("export:paper", args=[study.slug]) + "#evolution")
+
+
+@login_required
+@require_POST
+def paper_send_back(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """The worklist's other answer: the item's outdated labels go back to the annotators who made them,
+    and its decision is withdrawn until they label it again."""
+    study, _ = access_study(request.user, slug, lead=True)
+    item = get_object_or_404(Item.objects.filter(study=study), pk=item_id)
+    try:
+        names = evolution.send_back_item(
+            study, item, request.user if isinstance(request.user, User) else None
+        )
+    except data.PaperError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Sent {item.url} back to {', '.join(names)}; its decision is withdrawn.")
     return redirect(reverse("export:paper", args=[study.slug]) + "#evolution")
 
 
