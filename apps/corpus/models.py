@@ -153,6 +153,8 @@ class LinkProvenance(models.TextChoices):
     CROSS_REFERENCE = "cross_reference", "Cross-referenced"
     CLOSING_KEYWORD = "closing_keyword", "Closing keyword (\u201cFixes #N\u201d)"
     MANUAL = "manual", "Added by hand"
+    DEVELOPMENT_PANEL = "development_panel", "Jira development panel"
+    REMOTE_LINK = "remote_link", "Jira remote link"
 
 
 class ItemLinkQuerySet(models.QuerySet["ItemLink"]):

@@ -309,23 +309,27 @@ class JiraParams:
     limit: int | None = None
     preset: str = ""
     keywords: tuple[str, ...] = ()
+    no_links: bool = False  # True: no development panel or remote link reads (a query only)
 
     @property
     def screening(self) -> Screening:
         return Screening(self.preset, self.keywords)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "jql": self.jql,
             "api_url": self.api_url,
             "filename": self.filename,
             "limit": self.limit,
             **_screening_json(self),
         }
+        if self.no_links:  # left out when off, as jobs recorded before links existed have no such key
+            out["no_links"] = True
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JiraParams:
-        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords"})
+        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords", "no_links"})
         jql, api_url = read.text("jql").strip(), read.text("api_url").strip()
         if jql and not api_url:
             raise ImportParamsError("a Jira query import needs the option api_url (the Jira site)")
@@ -336,6 +340,7 @@ class JiraParams:
             limit=read.limit("limit"),
             preset=read.text("preset"),
             keywords=read.texts("keywords"),
+            no_links=read.flag("no_links"),
         )
 
 

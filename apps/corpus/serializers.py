@@ -44,8 +44,10 @@ class LinkFileSerializer(serializers.Serializer[Any]):
 class LinkSerializer(serializers.Serializer[Any]):
     """Fix evidence: a pull request, commit, merge request or accepted answer, with its files.
 
-    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, or accepted_answer (an
-    accepted Stack Exchange answer, which is one of the item's answers rather than a stored link)."""
+    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, development_panel or
+    remote_link (Jira), or accepted_answer (an accepted Stack Exchange answer, which is one of the item's
+    answers rather than a stored link). A Jira development panel's commit lists its files with their
+    counts but no patch."""
 
     kind = serializers.CharField(help_text="pull_request, commit, merge_request or answer.")
     url = serializers.URLField()
