@@ -213,3 +213,81 @@ def test_import_jira_with_no_links_reads_neither_panel_nor_remote_links(study: S
     assert not ItemLink.objects.exists()
     assert not [c for c in responses.calls if "remotelink" in c.request.url or "dev-status" in c.request.url]
     assert ImportJob.objects.get().params["no_links"] is True
+
+
+# --- a query from the browser and the API ----------------------------------------------------------------
+
+
+@pytest.fixture
+def listed(settings: Any, upload_root: Any) -> None:
+    settings.JIRA_API_URLS = ["https://issues.apache.org/jira", SERVER]
+
+
+@pytest.mark.django_db
+def test_a_lead_searches_a_listed_jira_site_from_the_import_page(
+    study: Study, lead: Any, client: Any, listed: None, monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("JIRA_TOKEN", TOKEN)
+    client.force_login(lead)
+    page = client.get(f"/studies/{study.slug}/import/?source=jira").content.decode()
+    assert "JQL query" in page and f'<option value="{SERVER}">' in page and TOKEN not in page
+
+    with responses.RequestsMock() as mock, django_capture_on_commit_callbacks(execute=True):
+        serve_server_search(mock)
+        serve_links(mock)
+        response = client.post(
+            f"/studies/{study.slug}/import/",
+            {
+                "kind": "jira",
+                "jql": "project = MESOS",
+                "api_url": f"{SERVER.upper().replace('/JIRA', '/jira')}/",
+            },
+        )
+
+    assert response.status_code == 302
+    job = ImportJob.objects.get()
+    assert (job.status, job.created, job.params["api_url"], job.params["jql"]) == (
+        "succeeded", 3, SERVER, "project = MESOS",
+    )  # fmt: skip
+    assert (
+        TOKEN not in str(job.params) and ItemLink.objects.filter(provenance="development_panel").count() == 2
+    )
+
+
+@pytest.mark.django_db
+def test_a_site_the_operator_did_not_list_is_refused_before_any_request(
+    study: Study, lead: Any, client: Any, listed: None
+) -> None:
+    client.force_login(lead)
+    evil = {"kind": "jira", "jql": "project = X", "api_url": "http://169.254.169.254/latest"}
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False):  # any request would raise
+        page = client.post(f"/studies/{study.slug}/import/", evil)
+        api = client.post(f"/api/v1/studies/{study.slug}/imports/", evil, content_type="application/json")
+        neither = client.post(f"/studies/{study.slug}/import/", {"kind": "jira"})
+        no_site = client.post(f"/studies/{study.slug}/import/", {"kind": "jira", "jql": "project = X"})
+
+    assert page.status_code == 400 and "is not a Jira site this server may search" in page.content.decode()
+    assert api.status_code == 400 and "JIRA_API_URLS lists: https://issues.apache.org/jira" in str(api.json())
+    assert "a JQL query (with its Jira site) or an export file" in neither.content.decode()
+    assert "A query needs the Jira site to search." in no_site.content.decode()
+    assert not ImportJob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_starts_a_jql_import_of_a_listed_site(
+    study: Study, lead: Any, client: Any, listed: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(lead)
+    body = {"kind": "jira", "jql": "project = MESOS", "api_url": SERVER, "no_links": True, "limit": 2}
+
+    with responses.RequestsMock() as mock, django_capture_on_commit_callbacks(execute=True):
+        serve_server_search(mock)
+        response = client.post(
+            f"/api/v1/studies/{study.slug}/imports/", body, content_type="application/json"
+        )
+
+    assert response.status_code == 202, response.json()
+    job = ImportJob.objects.get()
+    assert (job.status, job.created, job.params["no_links"], job.params["limit"]) == ("succeeded", 2, True, 2)
