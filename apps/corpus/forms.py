@@ -26,6 +26,7 @@ from .params import (
     GitHubRepoParams,
     GitHubUrlsParams,
     GitLabParams,
+    HydrateParams,
     ImportParams,
     JiraParams,
     SoDumpParams,
@@ -446,6 +447,39 @@ class SoDumpImportForm(ImportForm):
         return file
 
 
+class HydrateForm(ImportForm):
+    """Fetch the text of the study's URL-only items (no screening: they are the study's already). No API
+    root: GitLab and Jira items are fetched only from the instances the operator lists."""
+
+    kind = ImportKind.HYDRATE
+    preset = None  # type: ignore[assignment]  # removes the inherited field: nothing to screen
+    keywords = None  # type: ignore[assignment]
+
+    source = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Every source"),
+            ("github", "GitHub"),
+            ("stackexchange", "Stack Overflow / Stack Exchange"),
+            ("gitlab", "GitLab"),
+            ("jira", "Jira"),
+        ],
+        label="Items from",
+    )
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many items this run")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        forms.Form.__init__(self, *args, **kwargs)  # ImportForm's fills the screening fields it has not
+
+    def clean(self) -> dict[str, Any]:
+        return forms.Form.clean(self) or {}
+
+    def params(self) -> HydrateParams:
+        return HydrateParams(
+            source=self.cleaned_data.get("source") or "", limit=self.cleaned_data.get("limit")
+        )
+
+
 IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.FILE: FileImportForm,
     ImportKind.GITHUB: GitHubImportForm,
@@ -453,6 +487,7 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.SO_DUMP: SoDumpImportForm,
     ImportKind.GITLAB: GitLabImportForm,
     ImportKind.JIRA: JiraImportForm,
+    ImportKind.HYDRATE: HydrateForm,
 }
 
 SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]

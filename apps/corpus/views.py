@@ -188,6 +188,7 @@ def import_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         tosem_fill=json.dumps(TOSEM_FILLS[kind]) if kind in TOSEM_FILLS else "",
         max_upload_mb=int(settings.MAX_IMPORT_UPLOAD_BYTES) // (1024 * 1024),
         jira_sites=allowed_sites("JIRA_API_URLS"),
+        url_only=Item.objects.in_study(study).url_only().count() if kind == ImportKind.HYDRATE else None,
     )
     return render(request, "corpus/import.html", ctx, status=status)
 
