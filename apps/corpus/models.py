@@ -54,9 +54,11 @@ class ItemQuerySet(models.QuerySet["Item"]):
         """Items with no text yet (a URL list's lines, a replication package's URLs): no body, no comment
         or answer, and nothing read from a source's API (`raw` holds no issue or question object). The
         title is not asked: a file may give one without the text."""
+        # Each nested test is guarded by its key's presence: on PostgreSQL `raw -> 'issue'` is NULL when
+        # absent, and a NULL inside NOT (...) would drop the row instead of keeping it.
         fetched = (
-            Q(raw__issue__has_any_keys=["number", "iid", "key"])
-            | Q(raw__question__has_key="question_id")
+            (Q(raw__has_key="issue") & Q(raw__issue__has_any_keys=["number", "iid", "key"]))
+            | (Q(raw__has_key="question") & Q(raw__question__has_key="question_id"))
             | Q(raw__has_key="xml_key")
         )
         with_comments = ItemComment.objects.filter(item=models.OuterRef("pk"))

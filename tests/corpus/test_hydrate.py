@@ -22,7 +22,8 @@ from apps.core.models import JobStatus
 from apps.corpus.hydration import jira_key, plan, source_of
 from apps.corpus.models import ImportJob, Item, Relevance
 from apps.corpus.params import HydrateParams
-from apps.corpus.services import create_import_job, run_import
+from apps.corpus.records import CommentRecord, ItemRecord
+from apps.corpus.services import create_import_job, run_import, upsert_records
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.loading import load_codebook
 
@@ -262,3 +263,21 @@ def test_a_lead_fetches_url_only_items_from_the_import_page_and_the_api(
     ignored = client.post("/api/v1/studies/ddp/imports/", {"kind": "hydrate", "api_url": "http://10.0.0.1"},
                           content_type="application/json")  # fmt: skip
     assert ignored.status_code == 202 and "api_url" not in ImportJob.objects.latest("pk").params
+
+
+@pytest.mark.django_db
+def test_url_only_means_no_text_and_nothing_read_from_an_api(study: Study) -> None:
+    def item(n: int, **fields: Any) -> ItemRecord:
+        return ItemRecord(url=f"https://github.com/o/r/issues/{n}", source="github", external_id="", **fields)
+
+    upsert_records(study, [
+        item(1),  # a URL list's line
+        item(2, title="o/r#2", raw={"question": "https://stackoverflow.com/q/2", "url": "x"}),  # a CSV row
+        item(3, raw={"issue": {"number": 3, "title": ""}}),  # fetched: an empty issue stays fetched
+        item(4, body="text"),
+        item(5, comments=[CommentRecord(external_id="c", author="a", body="b")]),
+        item(6, raw={"question": {"question_id": 6}}),
+    ])  # fmt: skip
+
+    urls = Item.objects.in_study(study).url_only().values_list("url", flat=True)
+    assert sorted(urls) == ["https://github.com/o/r/issues/1", "https://github.com/o/r/issues/2"]
