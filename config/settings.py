@@ -260,6 +260,8 @@ MODEL_BASE_URLS = env.list(
 )
 
 GITLAB_API_URLS = env.list("GITLAB_API_URLS", default=["https://gitlab.com/api/v4"])
+# The Jira sites a lead may search from the browser or the API (the worker sends JIRA_TOKEN there).
+JIRA_API_URLS = env.list("JIRA_API_URLS", default=["https://issues.apache.org/jira"])
 
 # Security headers. CSP: no inline script anywhere; htmx is vendored and loaded from 'self'.
 from django.utils.csp import CSP  # noqa: E402

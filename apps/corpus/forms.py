@@ -2,8 +2,9 @@
 
 Each import form turns its fields into the job's options (:meth:`ImportForm.params`, one of the
 dataclasses of :mod:`apps.corpus.params`), the same the import commands build, so a job looks the
-same whichever way it was started. No form takes a token, a key or an API root: credentials and
-endpoints belong to the server (environment of the worker), never to a browser request.
+same whichever way it was started. No form takes a token or a key, and an API root only from the
+operator's list (GITLAB_API_URLS, JIRA_API_URLS): credentials and endpoints belong to the server
+(environment of the worker), never to a browser request.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
@@ -24,6 +26,7 @@ from .params import (
     GitHubRepoParams,
     GitHubUrlsParams,
     GitLabParams,
+    HydrateParams,
     ImportParams,
     JiraParams,
     SoDumpParams,
@@ -283,29 +286,85 @@ class GitLabImportForm(ImportForm):
         )
 
 
+def allowed_sites(setting: str) -> list[str]:
+    """The API roots the operator lets a browser or API request send the worker to (settings list)."""
+    return [
+        str(url).strip().rstrip("/") for url in getattr(settings, setting, None) or [] if str(url).strip()
+    ]
+
+
+def allowed_site(url: str, setting: str) -> str | None:
+    """The listed entry `url` names (scheme and host compared case-insensitively, trailing slash ignored),
+    or None when the operator did not list it."""
+    wanted = _site_key(url)
+    return next((site for site in allowed_sites(setting) if _site_key(site) == wanted), None)
+
+
+def _site_key(url: str) -> tuple[str, str, str]:
+    parts = urlsplit(url.strip())
+    return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/")
+
+
 class JiraImportForm(ImportForm):
-    """A Jira XML or JSON export file (the browser path; a JQL search through the API runs from the
-    command line, where the operator gives the site and the worker's JIRA_TOKEN is meant for it)."""
+    """A JQL search of a Jira site the operator lists in settings.JIRA_API_URLS (the worker sends its
+    JIRA_TOKEN there, so a lead never names another host), or a Jira XML or JSON export file."""
 
     kind = ImportKind.JIRA
+    field_order = ["jql", "api_url", "file", "no_links", "limit", "preset", "keywords"]
 
-    file = forms.FileField(label="Jira export", help_text="The XML (RSS) or JSON export of an issue search.")
+    jql = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="JQL query",
+        help_text="Issues of a search, e.g. project = MESOS AND type = Bug AND resolution = Fixed.",
+    )
     api_url = forms.URLField(
         required=False,
         label="Jira site",
-        help_text="Only for a JSON export without 'self' URLs, e.g. https://issues.apache.org/jira.",
+        widget=forms.URLInput(attrs={"list": "jira-sites"}),
+        help_text="For a query: one of the sites the operator lists. For a JSON export without 'self' URLs: "
+        "the site it comes from.",
+    )
+    file = forms.FileField(
+        required=False, label="Or a Jira export", help_text="The XML (RSS) or JSON export of an issue search."
+    )
+    no_links = forms.BooleanField(
+        required=False,
+        label="Do not fetch development links",
+        help_text="By default a query reads each issue's development panel and remote links for its commits "
+        "and pull requests.",
     )
     limit = forms.IntegerField(required=False, min_value=1, label="At most this many issues")
 
     def clean_file(self) -> UploadedFile[bytes] | None:
         return check_upload(self.cleaned_data.get("file"), (".xml", ".json"))
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        jql, upload = (data.get("jql") or "").strip(), data.get("file")
+        site = (data.get("api_url") or "").strip()
+        if bool(jql) == bool(upload) and "file" not in self.errors:
+            self.add_error("jql", "Give a JQL query (with its Jira site) or an export file, one of the two.")
+        elif jql and not site:
+            self.add_error("api_url", "A query needs the Jira site to search.")
+        elif jql and allowed_site(site, "JIRA_API_URLS") is None:
+            listed = ", ".join(allowed_sites("JIRA_API_URLS")) or "none"
+            self.add_error(
+                "api_url",
+                f"{site} is not a Jira site this server may search (JIRA_API_URLS lists: {listed}).",
+            )
+        return data
+
     def params(self) -> JiraParams:
         data = self.cleaned_data
+        jql, upload = (data.get("jql") or "").strip(), data.get("file")
+        site = (data.get("api_url") or "").strip()
         return JiraParams(
-            api_url=data.get("api_url") or "",
-            filename=Path(data["file"].name or "").name,
+            jql=jql,
+            api_url=(allowed_site(site, "JIRA_API_URLS") or site) if jql else site,
+            filename=Path(upload.name or "").name if upload else "",
             limit=data.get("limit"),
+            no_links=bool(data.get("no_links")) if jql else False,
             **self.screening_params(),
         )
 
@@ -388,6 +447,39 @@ class SoDumpImportForm(ImportForm):
         return file
 
 
+class HydrateForm(ImportForm):
+    """Fetch the text of the study's URL-only items (no screening: they are the study's already). No API
+    root: GitLab and Jira items are fetched only from the instances the operator lists."""
+
+    kind = ImportKind.HYDRATE
+    preset = None  # type: ignore[assignment]  # removes the inherited field: nothing to screen
+    keywords = None  # type: ignore[assignment]
+
+    source = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Every source"),
+            ("github", "GitHub"),
+            ("stackexchange", "Stack Overflow / Stack Exchange"),
+            ("gitlab", "GitLab"),
+            ("jira", "Jira"),
+        ],
+        label="Items from",
+    )
+    limit = forms.IntegerField(required=False, min_value=1, label="At most this many items this run")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        forms.Form.__init__(self, *args, **kwargs)  # ImportForm's fills the screening fields it has not
+
+    def clean(self) -> dict[str, Any]:
+        return forms.Form.clean(self) or {}
+
+    def params(self) -> HydrateParams:
+        return HydrateParams(
+            source=self.cleaned_data.get("source") or "", limit=self.cleaned_data.get("limit")
+        )
+
+
 IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.FILE: FileImportForm,
     ImportKind.GITHUB: GitHubImportForm,
@@ -395,6 +487,7 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.SO_DUMP: SoDumpImportForm,
     ImportKind.GITLAB: GitLabImportForm,
     ImportKind.JIRA: JiraImportForm,
+    ImportKind.HYDRATE: HydrateForm,
 }
 
 SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]

@@ -19,6 +19,13 @@ embed are fetched from ``/issue/KEY/comment``); issue links ("is duplicated by M
 rendered through the one sanitizer. The HTTP policy is the importers' one (:mod:`apps.corpus.http`):
 ``429``/``503`` with ``Retry-After`` are waited out, ``5xx`` and resets retried, bodies that are not JSON
 retried then reported; ``401``/``403`` raise :class:`TokenRejected`.
+
+With ``links=True`` (the default) each issue's fix evidence is read too (:meth:`JiraClient.links_of`,
+:mod:`.jira_links`): the development panel (``/rest/dev-status/latest/issue/summary``, then one detail
+read per application and kind it counts) and the remote links (``/rest/api/2/issue/KEY/remotelink``).
+Those endpoints are optional: a ``401``/``403``/``404`` (no development panel on this site, remote links
+off) is told once through ``on_notice`` and the endpoint is not asked again; an answer that stays
+unreadable (server errors, invalid JSON) is told for that issue, whose stored links are then kept.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -37,6 +46,7 @@ import requests
 
 from .http import (
     HttpPolicy,
+    NoticeCallback,
     PolicyError,
     RateLimited,
     ServiceError,
@@ -45,8 +55,9 @@ from .http import (
     api_base,
     new_session,
 )
+from .jira_links import detail_links, detail_requests, merge, remote_links
 from .jira_markup import adf_to_markdown, wiki_to_markdown
-from .records import BodyFormat, CommentRecord, ItemRecord, parse_timestamp
+from .records import BodyFormat, CommentRecord, ItemRecord, LinkRecord, parse_timestamp
 
 SOURCE_JIRA = "jira"
 PAGE_SIZE = 50
@@ -62,6 +73,10 @@ class JiraError(ServiceError):
 
 class TokenRejected(JiraError):
     """401/403: JIRA_TOKEN (and JIRA_USER for Cloud) are missing, wrong or not allowed to read."""
+
+
+class NotFound(JiraError):
+    """404/410: the issue does not exist, or this account cannot see it."""
 
 
 class ExportError(ValueError):
@@ -178,9 +193,12 @@ class JiraClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         on_wait: WaitCallback | None = None,
+        on_notice: NoticeCallback | None = None,
         max_retries: int = 5,
     ) -> None:
         self.base_url, self._origin = api_base(api_url, "Jira")
+        self._on_notice = on_notice
+        self._absent: set[str] = set()  # optional endpoints this site answered 401/403/404 to
         self.cloud = self._origin[1].lower().endswith(".atlassian.net") if cloud is None else cloud
         self._auth: str | None = None
         if token and user:
@@ -198,13 +216,90 @@ class JiraClient:
     def _api(self) -> str:
         return f"{self.base_url}/rest/api/{3 if self.cloud else 2}"
 
-    def search(self, jql: str, *, limit: int | None = None) -> Iterator[ItemRecord]:
+    def search(self, jql: str, *, limit: int | None = None, links: bool = True) -> Iterator[ItemRecord]:
         if not jql.strip():
             raise ValueError("the JQL query is empty")
         for produced, issue in enumerate(self._pages(jql)):
             if limit is not None and produced >= limit:
                 return
-            yield issue_to_record(issue, self.base_url, cloud=self.cloud, comments=self._all_comments(issue))
+            yield self._record(issue, links)
+
+    def issue(self, key: str, *, links: bool = True) -> ItemRecord:
+        """One issue by its key (``GET /issue/KEY``), with its comments and fix evidence.
+
+        Raises :class:`NotFound` when the issue is gone or hidden, :class:`TokenRejected`, :class:`JiraError`.
+        """
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*-\d+", key):
+            raise ValueError(f"not a Jira issue key: {key!r}")
+        issue = self._get(f"{self._api}/issue/{key}", {"fields": _FIELDS})
+        if not issue.get("key"):
+            raise JiraError(f"GET /issue/{key}: the answer is not an issue")
+        return self._record(issue, links)
+
+    def _record(self, issue: Mapping[str, Any], links: bool) -> ItemRecord:
+        record = issue_to_record(issue, self.base_url, cloud=self.cloud, comments=self._all_comments(issue))
+        if links:
+            record.links = self.links_of(issue)
+        return record
+
+    def links_of(self, issue: Mapping[str, Any]) -> list[LinkRecord] | None:
+        """The commits and pull requests the development panel and the remote links name (see the module
+        docstring); None when an endpoint the site has kept failing for this issue (its links stay)."""
+        key, issue_id = str(issue.get("key") or ""), str(issue.get("id") or "")
+        found: list[LinkRecord] = []
+        dev_status = f"{self.base_url}/rest/dev-status/latest/issue"
+        summary = (
+            self._optional(f"{dev_status}/summary", {"issueId": issue_id}, "development panel", key)
+            if issue_id
+            else None
+        )
+        if isinstance(summary, _Unreadable):
+            return None
+        for application, data_type in detail_requests(summary) if issue_id else []:
+            params = {"issueId": issue_id, "applicationType": application, "dataType": data_type}
+            detail = self._optional(f"{dev_status}/detail", params, "development panel", key)
+            if isinstance(detail, _Unreadable):
+                return None
+            found.extend(detail_links(detail))
+        answer = self._optional(f"{self._api}/issue/{key}/remotelink", {}, "remote links", key)
+        if isinstance(answer, _Unreadable):
+            return None
+        found.extend(remote_links(answer))
+        return merge(found)
+
+    def _optional(
+        self, url: str, params: Mapping[str, str], what: str, key: str
+    ) -> dict[str, Any] | list[Any] | _Unreadable | None:
+        """An optional endpoint's JSON; None when the site does not serve it (told once, not asked again)."""
+        if what in self._absent:
+            return None
+        label = f"GET {urlsplit(url).path}"
+        target = f"{url}?{urlencode(params)}" if params else url
+        try:
+            data = self._policy.get(
+                self._session, target, label=label, judge=_judge_optional, headers=self._headers(url)
+            )
+        except PolicyError as exc:
+            self._notice(f"{key}: the {what} could not be read ({exc}); its stored links are kept")
+            return _Unreadable()
+        if isinstance(data, _Absent):
+            self._absent.add(what)
+            self._notice(
+                f"This Jira site answered {data.status} to {label}: no {what} is read for this import "
+                "(the issues are imported without it)"
+            )
+            return None
+        return data if isinstance(data, dict | list) else None
+
+    def _notice(self, text: str) -> None:
+        if self._on_notice is not None:
+            self._on_notice(text)
+
+    def _headers(self, url: str) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self._auth and (urlsplit(url).scheme, urlsplit(url).netloc) == self._origin:
+            headers["Authorization"] = self._auth
+        return headers
 
     def _pages(self, jql: str) -> Iterator[dict[str, Any]]:
         params: dict[str, str] = {"jql": jql, "maxResults": str(PAGE_SIZE), "fields": _FIELDS}
@@ -246,13 +341,10 @@ class JiraClient:
 
     def _get(self, url: str, params: Mapping[str, str]) -> dict[str, Any]:
         label = f"GET {urlsplit(url).path}"
-        headers = {"Accept": "application/json"}
-        if self._auth and (urlsplit(url).scheme, urlsplit(url).netloc) == self._origin:
-            headers["Authorization"] = self._auth
         try:
             data = self._policy.get(
                 self._session, f"{url}?{urlencode(params)}", label=label, judge=lambda r: _judge(r, label),
-                headers=headers,
+                headers=self._headers(url),
             )  # fmt: skip
         except PolicyError as exc:
             raise JiraError(f"Jira stopped answering: {exc}", exc.status) from None
@@ -270,12 +362,40 @@ def _judge(response: requests.Response, label: str) -> Any | Transient | RateLim
         )
     if status == 429:
         return RateLimited(60.0, "rate limited (429) without Retry-After")
+    if status in (404, 410):
+        raise NotFound(f"{label}: {status} Not Found", status)
     if status >= 400:
         try:
             messages = response.json().get("errorMessages") or []
         except (ValueError, AttributeError):
             messages = []
         raise JiraError(f"{label}: {status} {'; '.join(map(str, messages))[:300]}".rstrip(), status)
+    try:
+        return response.json()
+    except ValueError:
+        return Transient("the response is not valid JSON (truncated?)", invalid_body=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Absent:
+    """An optional endpoint this site does not serve (no development panel app, remote links off)."""
+
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """An optional endpoint that kept failing for one issue."""
+
+
+def _judge_optional(response: requests.Response) -> Any | _Absent | Transient | RateLimited:
+    status = response.status_code
+    if status == 429:
+        return RateLimited(60.0, "rate limited (429) without Retry-After")
+    if status in (401, 403, 404, 410):
+        return _Absent(status)
+    if status >= 400:
+        raise PolicyError(f"GET {urlsplit(response.url).path}: answered {status}", status)
     try:
         return response.json()
     except ValueError:

@@ -50,6 +50,20 @@ class ItemQuerySet(models.QuerySet["Item"]):
     def unrendered(self) -> ItemQuerySet:
         return self.filter(rendered_at__isnull=True)
 
+    def url_only(self) -> ItemQuerySet:
+        """Items with no text yet (a URL list's lines, a replication package's URLs): no body, no comment
+        or answer, and nothing read from a source's API (`raw` holds no issue or question object). The
+        title is not asked: a file may give one without the text."""
+        # Each nested test is guarded by its key's presence: on PostgreSQL `raw -> 'issue'` is NULL when
+        # absent, and a NULL inside NOT (...) would drop the row instead of keeping it.
+        fetched = (
+            (Q(raw__has_key="issue") & Q(raw__issue__has_any_keys=["number", "iid", "key"]))
+            | (Q(raw__has_key="question") & Q(raw__question__has_key="question_id"))
+            | Q(raw__has_key="xml_key")
+        )
+        with_comments = ItemComment.objects.filter(item=models.OuterRef("pk"))
+        return self.filter(body="").exclude(fetched).exclude(models.Exists(with_comments))
+
     # Keyset pages: a row comparison on (study, id), which only the `item_study_keyset` index serves, so
     # the database starts where the page begins instead of walking the primary key past other studies.
 
@@ -153,6 +167,8 @@ class LinkProvenance(models.TextChoices):
     CROSS_REFERENCE = "cross_reference", "Cross-referenced"
     CLOSING_KEYWORD = "closing_keyword", "Closing keyword (\u201cFixes #N\u201d)"
     MANUAL = "manual", "Added by hand"
+    DEVELOPMENT_PANEL = "development_panel", "Jira development panel"
+    REMOTE_LINK = "remote_link", "Jira remote link"
 
 
 class ItemLinkQuerySet(models.QuerySet["ItemLink"]):
@@ -212,6 +228,7 @@ class ImportKind(models.TextChoices):
     SO_DUMP = "so_dump", "Stack Overflow data dump (Posts.xml)"
     GITLAB = "gitlab", "GitLab REST API"
     JIRA = "jira", "Jira (REST API or export file)"
+    HYDRATE = "hydrate", "Fetch URL-only items"
 
 
 class ImportJobQuerySet(models.QuerySet["ImportJob"]):

@@ -27,6 +27,8 @@ STACKEXCHANGE = "stackexchange"
 SO_DUMP = "so_dump"
 GITLAB = "gitlab"
 JIRA = "jira"
+HYDRATE = "hydrate"
+HYDRATE_SOURCES = ("github", "stackexchange", "gitlab", "jira")
 GITLAB_API = "https://gitlab.com/api/v4"
 GITLAB_STATES = ("all", "opened", "closed")
 
@@ -309,23 +311,27 @@ class JiraParams:
     limit: int | None = None
     preset: str = ""
     keywords: tuple[str, ...] = ()
+    no_links: bool = False  # True: no development panel or remote link reads (a query only)
 
     @property
     def screening(self) -> Screening:
         return Screening(self.preset, self.keywords)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "jql": self.jql,
             "api_url": self.api_url,
             "filename": self.filename,
             "limit": self.limit,
             **_screening_json(self),
         }
+        if self.no_links:  # left out when off, as jobs recorded before links existed have no such key
+            out["no_links"] = True
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JiraParams:
-        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords"})
+        read = _Reader(JIRA, data, {"jql", "api_url", "filename", "limit", "preset", "keywords", "no_links"})
         jql, api_url = read.text("jql").strip(), read.text("api_url").strip()
         if jql and not api_url:
             raise ImportParamsError("a Jira query import needs the option api_url (the Jira site)")
@@ -336,6 +342,7 @@ class JiraParams:
             limit=read.limit("limit"),
             preset=read.text("preset"),
             keywords=read.texts("keywords"),
+            no_links=read.flag("no_links"),
         )
 
 
@@ -448,8 +455,43 @@ class SoDumpParams:
         )
 
 
-ImportParams = FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams
-KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB, JIRA)
+@dataclass(frozen=True)
+class HydrateParams:
+    """Fetch the text of the study's URL-only items from their sources (`source`: one of HYDRATE_SOURCES,
+    empty for all), at most `limit` of them; `api_url` (the command line only, with a source) is that
+    source's API root for every item."""
+
+    kind: ClassVar[str] = HYDRATE
+
+    source: str = ""
+    limit: int | None = None
+    api_url: str = ""
+
+    @property
+    def screening(self) -> Screening:
+        return Screening()  # the items are the study's already: nothing to screen
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "limit": self.limit}
+        if self.api_url:
+            out["api_url"] = self.api_url
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HydrateParams:
+        read = _Reader(HYDRATE, data, {"source", "limit", "api_url"})
+        source, api_url = read.text("source"), read.text("api_url")
+        if source and source not in HYDRATE_SOURCES:
+            raise ImportParamsError(f"source must be one of {', '.join(HYDRATE_SOURCES)}, not {source!r}")
+        if api_url and not source:
+            raise ImportParamsError("an api_url goes with one source")
+        return cls(source=source, limit=read.limit("limit"), api_url=api_url)
+
+
+ImportParams = (
+    FileParams | GitHubParams | StackExchangeParams | SoDumpParams | GitLabParams | JiraParams | HydrateParams
+)
+KINDS = (FILE, GITHUB, STACKEXCHANGE, SO_DUMP, GITLAB, JIRA, HYDRATE)
 
 
 def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
@@ -466,6 +508,8 @@ def params_from_json(kind: str, data: Mapping[str, Any]) -> ImportParams:
         return GitLabParams.from_json(data)
     if kind == JIRA:
         return JiraParams.from_json(data)
+    if kind == HYDRATE:
+        return HydrateParams.from_json(data)
     raise ImportParamsError(f"unknown import kind {kind!r}")
 
 

@@ -51,8 +51,12 @@ class CommentRecord:
 
 LinkKind = Literal["pull_request", "commit", "merge_request", "answer"]
 LINK_KINDS: tuple[LinkKind, ...] = ("pull_request", "commit", "merge_request", "answer")
-Provenance = Literal["closed_by_commit", "cross_reference", "closing_keyword", "manual"]
-PROVENANCES: tuple[Provenance, ...] = ("closed_by_commit", "cross_reference", "closing_keyword", "manual")
+Provenance = Literal[
+    "closed_by_commit", "cross_reference", "closing_keyword", "manual", "development_panel", "remote_link"
+]
+PROVENANCES: tuple[Provenance, ...] = (
+    "closed_by_commit", "cross_reference", "closing_keyword", "manual", "development_panel", "remote_link"
+)  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -44,8 +44,10 @@ class LinkFileSerializer(serializers.Serializer[Any]):
 class LinkSerializer(serializers.Serializer[Any]):
     """Fix evidence: a pull request, commit, merge request or accepted answer, with its files.
 
-    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, or accepted_answer (an
-    accepted Stack Exchange answer, which is one of the item's answers rather than a stored link)."""
+    `provenance`: closed_by_commit, cross_reference, closing_keyword, manual, development_panel or
+    remote_link (Jira), or accepted_answer (an accepted Stack Exchange answer, which is one of the item's
+    answers rather than a stored link). A Jira development panel's commit lists its files with their
+    counts but no patch."""
 
     kind = serializers.CharField(help_text="pull_request, commit, merge_request or answer.")
     url = serializers.URLField()
@@ -130,10 +132,21 @@ class ImportRequestSerializer(serializers.Serializer[Any]):
     no_comments = serializers.BooleanField(required=False)
     project = serializers.CharField(required=False, allow_blank=True, help_text="GitLab group/name.")
     api_url = serializers.CharField(
-        required=False, help_text="GitLab: one of the instances the operator listed (GITLAB_API_URLS)."
+        required=False,
+        help_text="GitLab: one of the instances the operator listed (GITLAB_API_URLS); Jira with jql: one "
+        "of the sites listed in JIRA_API_URLS.",
+    )
+    jql = serializers.CharField(
+        required=False, allow_blank=True, help_text="Jira: a JQL query (with api_url)."
+    )
+    source = serializers.CharField(  # type: ignore[assignment]  # a field, as in ItemFilterSerializer
+        required=False,
+        allow_blank=True,
+        help_text="kind=hydrate: github, stackexchange, gitlab or jira (empty: the URL-only items of all).",
     )
     no_links = serializers.BooleanField(
-        required=False, help_text="GitHub: skip linked pull requests and commits (fix evidence)."
+        required=False,
+        help_text="GitHub, GitLab, Jira: skip the fix evidence (pull requests, commits, merge requests).",
     )
     limit = serializers.IntegerField(required=False, min_value=1)
     tagged = serializers.CharField(required=False, help_text="Stack Exchange tags, space-separated.")

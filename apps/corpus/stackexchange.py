@@ -314,6 +314,32 @@ class StackExchangeClient:
                 return
             page += 1
 
+    def question_batches(
+        self, question_ids: Sequence[int], site: str = "stackoverflow"
+    ) -> Iterator[dict[int, ItemRecord]]:
+        """Questions by id with their answers, ``IDS_PER_CALL`` ids per call (``/questions/{ids}``, then
+        ``/questions/{ids}/answers``), one dict per batch: id → record. An id missing from the answer
+        (deleted, or not a question of ``site``) is missing from its dict. Raises :class:`QuotaExhausted`
+        when the quota runs out (the batches yielded before it are complete)."""
+        for start in range(0, len(question_ids), IDS_PER_CALL):
+            ids = ";".join(str(question_id) for question_id in question_ids[start : start + IDS_PER_CALL])
+            # At most 100 ids and pagesize 100: one page holds them all (a has_more is not followed).
+            params = {"site": site, "filter": "withbody", "pagesize": str(IDS_PER_CALL)}
+            data = self._get(f"/questions/{ids}", params)
+            questions = [
+                item
+                for item in data.get("items") or []
+                if isinstance(item, dict) and is_question_object(item)
+            ]
+            wanted = [int(item["question_id"]) for item in questions if item.get("answer_count", 1) != 0]
+            answers = self.answers_for(wanted, site)
+            yield {
+                int(item["question_id"]): question_to_record(
+                    item, answers.get(int(item["question_id"]), ()), site
+                )
+                for item in questions
+            }
+
     def answers_for(
         self, question_ids: Sequence[int], site: str = "stackoverflow"
     ) -> dict[int, list[dict[str, Any]]]:

@@ -27,7 +27,7 @@ from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.core.jobs import display_status, is_stalled
 
-from .forms import IMPORT_FORMS, ImportForm, ItemFilterForm
+from .forms import IMPORT_FORMS, ImportForm, ItemFilterForm, allowed_sites
 from .models import ImportJob, ImportKind, Item
 from .screening import PRESETS
 from .services import ensure_rendered, resend_import, restart_import, submit_import
@@ -187,6 +187,8 @@ def import_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         github_fills=[{"label": fill["label"], "json": json.dumps(fill)} for fill in GITHUB_PRESET_FILLS],
         tosem_fill=json.dumps(TOSEM_FILLS[kind]) if kind in TOSEM_FILLS else "",
         max_upload_mb=int(settings.MAX_IMPORT_UPLOAD_BYTES) // (1024 * 1024),
+        jira_sites=allowed_sites("JIRA_API_URLS"),
+        url_only=Item.objects.in_study(study).url_only().count() if kind == ImportKind.HYDRATE else None,
     )
     return render(request, "corpus/import.html", ctx, status=status)
 

@@ -13,8 +13,10 @@ from apps.corpus.params import (
     GitHubQueryParams,
     GitHubRepoParams,
     GitHubUrlsParams,
+    HydrateParams,
     ImportParams,
     ImportParamsError,
+    JiraParams,
     SoDumpParams,
     StackExchangeParams,
     params_from_json,
@@ -28,7 +30,24 @@ EXAMPLES: list[ImportParams] = [
     GitHubUrlsParams(),
     StackExchangeParams(tagged=("pytorch", "ddp"), match="all", accepted_only=True, site="datascience"),
     SoDumpParams(tags=("keras",), accepted_only=True, filename="Posts.xml", site_host="ai.stackexchange.com"),
+    JiraParams(jql="project = MESOS", api_url="https://issues.apache.org/jira", no_links=True, limit=3),
+    JiraParams(filename="export.xml"),
+    HydrateParams(),
+    HydrateParams(source="jira", limit=10, api_url="http://127.0.0.1:9/jira"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"source": "bitbucket"}, "source must be one of github, stackexchange, gitlab, jira"),
+        ({"api_url": "http://127.0.0.1:9"}, "an api_url goes with one source"),
+        ({"source": "github", "token": "x"}, "may not hold secrets"),
+    ],
+)
+def test_a_hydrate_job_with_bad_options_is_refused_naming_them(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ImportParamsError, match=message):
+        params_from_json("hydrate", data)
 
 
 def test_the_kinds_are_those_of_the_job_model() -> None:

@@ -55,6 +55,9 @@ def test_load_demo_builds_the_tosem23_study_from_real_labels() -> None:
     assert roles == {"lead": "lead", "annotator1": "annotator", "annotator2": "annotator"}
     real = Item.objects.filter(study=study).exclude(url__startswith="https://example.org/")
     assert not real.exclude(body="").exists(), "no text is ever invented for a real URL"
+    # URL-only, and left so: hydrate runs only when a lead asks (the demo makes no request to any source)
+    assert Item.objects.filter(study=study).url_only().count() == 216
+    assert not ImportJob.objects.filter(kind=ImportKind.HYDRATE).exists()
     examples = Item.objects.filter(study=study, url__startswith="https://example.org/")
     assert all(i.title.startswith("Example —") for i in examples)
     assert (

@@ -28,6 +28,7 @@ from apps.adjudication.services import decide
 from apps.annotation import services as labelling
 from apps.annotation.models import Assignment
 from apps.corpus.jira import issue_to_record as jira_issue_to_record
+from apps.corpus.jira_links import detail_links, remote_links
 from apps.corpus.models import Item, ItemLink
 from apps.corpus.params import FileParams
 from apps.corpus.records import FileChange, ItemRecord, LinkRecord
@@ -177,7 +178,8 @@ def xss_study(tmp_path: Path, settings: Any) -> XssStudy:
     items = list(Item.objects.filter(study=study).order_by("id"))
     assert len(items) == len(VECTORS), "every vector became an item through the import service"
     store_links({items[n].pk: _fix_links(n, vector) for n, vector in enumerate(VECTORS)}, timezone.now())
-    assert ItemLink.objects.filter(item__study=study).count() == 2 * len(VECTORS), "javascript: URLs dropped"
+    # two GitHub links, two of Jira's development panel and a remote link per vector; javascript: dropped
+    assert ItemLink.objects.filter(item__study=study).count() == 5 * len(VECTORS)
     upsert_records(study, [_jira_issue(n, vector) for n, vector in enumerate(VECTORS)])
     render_pending(study)
     items += list(Item.objects.filter(study=study, source="jira").order_by("id"))
@@ -264,7 +266,27 @@ def _fix_links(n: int, vector: str) -> list[LinkRecord]:
         LinkRecord(
             kind="commit", url=f"javascript:alert('XSS')//{n}", provenance="manual", title=vector[:80]
         ),
+        *_jira_panel_links(n, vector),
     ]
+
+
+def _jira_panel_links(n: int, vector: str) -> list[LinkRecord]:
+    """Jira's development panel answers carrying the vector in a commit's message, display id and file
+    path, in a pull request's name and status, and a remote link's title and summary (read by
+    corpus.jira_links, as an import reads them)."""
+    commit = {
+        "id": f"{n:040x}",
+        "displayId": vector[:40],
+        "message": f"{vector}\n\n{vector}",
+        "url": f"https://github.com/xss/jira/commit/{n:040x}",
+        "files": [{"path": vector[:200], "changeType": vector[:20], "linesAdded": 1, "linesRemoved": 1}],
+    }
+    pull = {"id": vector[:20], "name": vector[:480], "status": vector[:20],
+            "url": f"https://github.com/xss/jira/pull/{n + 1}"}  # fmt: skip
+    remote = {"object": {"url": f"https://gitlab.example.org/xss/jira/-/merge_requests/{n + 1}",
+                         "title": vector[:480], "summary": vector}, "relationship": vector[:40]}  # fmt: skip
+    panel = {"detail": [{"repositories": [{"name": vector, "commits": [commit]}], "pullRequests": [pull]}]}
+    return [*detail_links(panel), *remote_links([remote])]
 
 
 LEAD_PAGES = (

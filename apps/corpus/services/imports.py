@@ -43,6 +43,7 @@ from ..params import (
     GitHubRepoParams,
     GitHubUrlsParams,
     GitLabParams,
+    HydrateParams,
     ImportParams,
     ImportParamsError,
     JiraParams,
@@ -55,6 +56,7 @@ from ..records import ItemRecord
 from ..so_dump import DumpError, PostsDumpReader
 from ..stackexchange import KeyRejected, StackExchangeClient, StackExchangeError
 from . import pg
+from .hydrate import hydrate_items
 from .render import render_pending
 from .trackers import count_results, import_gitlab, import_jira, read_url_list, rules_or_fail
 from .upsert import UnstorableRecord, add_error, unstorable, upsert_records
@@ -235,6 +237,8 @@ def run_import(
             import_gitlab(job, params, progress, env.get("GITLAB_TOKEN") or None, session, pause)
         elif isinstance(params, JiraParams):
             import_jira(job, params, progress, env, session, pause)
+        elif isinstance(params, HydrateParams):
+            hydrate_items(job, params, progress, env, session, pause)
         else:
             _import_github(job, params, progress, env.get("GITHUB_TOKEN") or None, session, pause)
         summary = summarize(job)

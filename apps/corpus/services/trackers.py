@@ -123,14 +123,19 @@ def import_jira(
     """A JQL search through the REST API (Server/Data Center or Cloud), or an export file (read whole
     before anything is written: a bad file writes nothing)."""
     rules = rules_or_fail(params.screening)
+    notices: list[str] = []
+
+    def notice(text: str) -> None:
+        notices.append(text)
+        progress.note(text)
+
     try:
         if params.jql:
-            client = JiraClient(
-                params.api_url, env.get("JIRA_TOKEN") or None, env.get("JIRA_USER") or None,
-                session=session, sleep=sleep, on_wait=progress.wait,
-            )  # fmt: skip
+            client = jira_client(params.api_url, env, session, sleep, progress, notice)
             progress.note(f"Searching {client.base_url} ({'Cloud' if client.cloud else 'Server'})…")
-            records: Iterable[ItemRecord] = client.search(params.jql, limit=params.limit)
+            records: Iterable[ItemRecord] = client.search(
+                params.jql, limit=params.limit, links=not params.no_links
+            )
         else:
             progress.note("Reading the export file…")
             records = list(read_export(job.upload, params.api_url))[: params.limit]
@@ -144,3 +149,20 @@ def import_jira(
         raise JobFailed(f"The export file is missing: {job.upload}") from None
     except (JiraError, ValueError) as exc:
         raise JobFailed(f"Jira import stopped: {exc}") from None
+    for text in notices:
+        add_error(job, "Jira", None, None, text)
+
+
+def jira_client(
+    api_url: str,
+    env: Mapping[str, str],
+    session: Any,
+    sleep: Callable[[float], None],
+    progress: JobProgress,
+    notice: Callable[[str], None],
+) -> JiraClient:
+    """A Jira client for a job: credentials from the worker's environment (JIRA_TOKEN, JIRA_USER)."""
+    return JiraClient(
+        api_url, env.get("JIRA_TOKEN") or None, env.get("JIRA_USER") or None,
+        session=session, sleep=sleep, on_wait=progress.wait, on_notice=notice,
+    )  # fmt: skip

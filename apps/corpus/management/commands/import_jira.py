@@ -14,8 +14,9 @@ from ._importing import ImportCommand, add_screening_arguments, existing_file
 class Command(ImportCommand):
     help = (
         'Import Jira issues with their comments: import_jira STUDY (--jql "QUERY" --api-url URL | '
-        "--file EXPORT.xml|EXPORT.json) [--keyword K]... [--limit N]. Credentials from JIRA_TOKEN "
-        "(and JIRA_USER, the account's e-mail, for Jira Cloud)."
+        "--file EXPORT.xml|EXPORT.json) [--keyword K]... [--no-links] [--limit N]. A query also reads each "
+        "issue's development panel and remote links (fix evidence). Credentials from JIRA_TOKEN (and "
+        "JIRA_USER, the account's e-mail, for Jira Cloud)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,6 +32,9 @@ class Command(ImportCommand):
             help="The Jira site, e.g. https://issues.apache.org/jira",
         )
         add_screening_arguments(parser)
+        parser.add_argument(
+            "--no-links", action="store_true", help="No development panel or remote links (fix evidence)."
+        )
         parser.add_argument("--limit", type=positive_int, default=None, metavar="N", help="At most N issues.")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -47,6 +51,7 @@ class Command(ImportCommand):
             limit=opts["limit"],
             preset=opts["preset"],
             keywords=tuple(opts["keyword"]),
+            no_links=opts["no_links"],
         )
         if opts["jql"] and not os.environ.get("JIRA_TOKEN"):
             self.stderr.write("JIRA_TOKEN is not set: only public issues can be read.")
