@@ -55,9 +55,9 @@ from .http import (
     api_base,
     new_session,
 )
-from .jira_links import detail_links, detail_requests, merge, remote_links
+from .jira_links import detail_links, detail_requests, jira_time, merge, remote_links
 from .jira_markup import adf_to_markdown, wiki_to_markdown
-from .records import BodyFormat, CommentRecord, ItemRecord, LinkRecord, parse_timestamp
+from .records import BodyFormat, CommentRecord, ItemRecord, LinkRecord
 
 SOURCE_JIRA = "jira"
 PAGE_SIZE = 50
@@ -102,18 +102,6 @@ def _name(user: object) -> str:
     return "unknown"
 
 
-def _moment(value: object) -> Any:
-    if isinstance(value, str) and value:
-        text = value.replace("Z", "+00:00")
-        if len(text) > 5 and text[-5] in "+-" and text[-3] != ":":  # Jira's +0000
-            text = f"{text[:-2]}:{text[-2:]}"
-        try:
-            return parse_timestamp(text)
-        except ValueError:
-            return None
-    return None
-
-
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -152,7 +140,7 @@ def issue_to_record(
         title=str(fields.get("summary") or "").strip(),
         body=_text(fields.get("description"), cloud),
         body_format="markdown",
-        created_at=_moment(fields.get("created")),
+        created_at=jira_time(fields.get("created")),
         tags=labels + [f"component:{c}" for c in components],
         metadata={
             "key": key,
@@ -171,7 +159,7 @@ def issue_to_record(
                 external_id=str(c.get("id", "")),
                 author=_name(c.get("author")),
                 body=_text(c.get("body"), cloud),
-                created_at=_moment(c.get("created")),
+                created_at=jira_time(c.get("created")),
             )
             for c in thread
             if isinstance(c, Mapping)

@@ -150,7 +150,7 @@ def _commit_link(commit: object, repository: str) -> LinkRecord | None:
         title=commit_title(message) or str(data.get("displayId") or ""),
         state="committed",
         body=message,
-        found_at=_moment(data.get("authorTimestamp")),
+        found_at=jira_time(data.get("authorTimestamp")),
         files=files,
         note=note,
         metadata={"sha": data.get("id"), "repository": repository, "merge": bool(data.get("merge"))},
@@ -169,7 +169,7 @@ def _pull_link(pull: object) -> LinkRecord | None:
         provenance="development_panel",
         title=str(data.get("name") or "")[:500],
         state=_STATES.get(status, status.lower()),
-        found_at=_moment(data.get("lastUpdate")),
+        found_at=jira_time(data.get("lastUpdate")),
         metadata={"id": data.get("id"), "merged": status == "MERGED"},
     )
 
@@ -192,7 +192,8 @@ def _app(remote: object) -> str | None:
     return str(name) if name else None
 
 
-def _moment(value: object) -> datetime | None:
+def jira_time(value: object) -> datetime | None:
+    """A Jira timestamp (ISO 8601, its offset written +0000 or +00:00), or None."""
     if not isinstance(value, str) or not value:
         return None
     text = value.replace("Z", "+00:00")

@@ -30,7 +30,7 @@ from apps.corpus.services import ensure_rendered
 from .. import decided, services, suggestions
 from .. import payload as pl
 from ..forms import WorkbenchForm
-from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase
+from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase, SendBack
 from ..services import send_back
 from .common import request_user
 from .discussion import discussion_context, readable
@@ -286,7 +286,7 @@ def _workbench_context(
     )
 
 
-def _sent_back(assignment: Assignment, annotation: Annotation | None) -> object | None:
+def _sent_back(assignment: Assignment, annotation: Annotation | None) -> SendBack | None:
     """Why a lead sent the labels back, while they wait in a draft (no query for any other item)."""
     if annotation is None or annotation.submitted_at is not None or not annotation.draft:
         return None
