@@ -105,8 +105,10 @@ def test_a_lead_downloads_every_table_and_figure(
         f"{live_server.url}/studies/{labelled.slug}/paper/?rows=symptom&rows_level=1&cols=fix&dimension=type"
     )
     page.wait_for_selector("#crosstab table.crosstab")
-    assert page.locator("#saturation img").evaluate("img => img.complete && img.naturalWidth > 0")
-    assert page.locator("#crosstab img").evaluate("img => img.complete && img.naturalWidth > 0")
+    for figure in ("#saturation img", "#crosstab img"):
+        # Drawn on request by matplotlib: wait until the browser has it, then it must be a real image.
+        page.wait_for_function(f"() => document.querySelector({figure!r})?.complete")
+        assert page.locator(figure).evaluate("img => img.naturalWidth > 0"), figure
     paper_links = page.locator("#crosstab p.downloads a, #figures a[download]")
     assert paper_links.count() == 4 + 2 * (3 * 3 + 1)  # cross-tab formats; 3 kinds x 3 dimensions + heatmap
     for n in range(paper_links.count()):
