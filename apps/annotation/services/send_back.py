@@ -35,7 +35,7 @@ def reopen_for_relabelling(
     assignment open again, with a `SendBack` saying why. Locks the assignments; runs in the caller's
     transaction. AnnotationError when none of them has submitted labels on the item."""
     assignments = list(
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .filter(item_id=item_id, status=AssignmentStatus.SUBMITTED, annotator__username__in=list(notes))
         .select_related("annotation", "annotator")
         .order_by("pk")
