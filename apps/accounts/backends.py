@@ -23,6 +23,10 @@ from .models import Membership, Study, User
 REQUEST_STUDY: ContextVar[str | None] = ContextVar("taxonomist_request_study", default=None)
 """The slug of the study whose URL is being served, or None (set per request by the middleware)."""
 
+REQUEST_WRITES: ContextVar[bool] = ContextVar("taxonomist_request_writes", default=False)
+"""Whether the request being served may write (its method is not GET, HEAD or OPTIONS); set per request by
+the middleware, read by `permissions.access_study` to refuse writes to an archived study."""
+
 STUDY_ACCESS = "_taxonomist_study_access"
 """Attribute of a user loaded on a study's URL: (slug, role or None, study or None), for `access_study`."""
 

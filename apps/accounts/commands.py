@@ -5,12 +5,18 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from .models import Study
+from .permissions import archived_message
 
 
-def get_study(slug: str) -> Study:
-    """The study with `slug`, or a CommandError (exit status 1) naming the slug and up to 20 known ones."""
+def get_study(slug: str, *, reads_only: bool = False) -> Study:
+    """The study with `slug`, or a CommandError (exit status 1) naming the slug and up to 20 known ones.
+
+    An archived study is read-only: unless the command only reads (`reads_only`: reports and exports),
+    it is refused with the archived message, before anything is written."""
     study = Study.objects.filter(slug=slug).first()
     if study is None:
         known = ", ".join(Study.objects.order_by("slug").values_list("slug", flat=True)[:20]) or "none"
         raise CommandError(f"No study with the slug {slug!r} (known: {known}).")
+    if study.archived_at is not None and not reads_only:
+        raise CommandError(archived_message(study))
     return study

@@ -1,4 +1,5 @@
-"""Names the study of the request (its URL's `slug`) for the user's loading (`backends.REQUEST_STUDY`)."""
+"""Names the study of the request (its URL's `slug`) for the user's loading (`backends.REQUEST_STUDY`), and
+whether the request writes (`backends.REQUEST_WRITES`) for the archived-study check of `access_study`."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from .backends import REQUEST_STUDY
+from .backends import REQUEST_STUDY, REQUEST_WRITES
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class RequestStudyMiddleware:
     """Sets `REQUEST_STUDY` to the resolved view's `slug` argument before the view runs, and back to None
-    when the request ends. Placed after AuthenticationMiddleware: the user is loaded lazily, by the view, so
+    when the request ends, and `REQUEST_WRITES` to whether its method writes. Placed after AuthenticationMiddleware: the user is loaded lazily, by the view, so
     it is read with the membership of that study. Nothing else reads the value."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -20,10 +23,12 @@ class RequestStudyMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         REQUEST_STUDY.set(None)
+        REQUEST_WRITES.set(request.method not in SAFE_METHODS)
         try:
             return self.get_response(request)
         finally:
             REQUEST_STUDY.set(None)
+            REQUEST_WRITES.set(False)
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: dict[str, Any]

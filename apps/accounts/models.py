@@ -79,6 +79,13 @@ class Study(models.Model):
         help_text="Rounds open a discussion between their annotators when revealed (else: straight to "
         "adjudication).",
     )
+    require_guidelines = models.BooleanField(
+        default=False,
+        help_text="Annotators must read and acknowledge the current guidelines before they label.",
+    )
+    archived_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the study was archived: read-only until unarchived."
+    )
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
@@ -94,6 +101,10 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
 
 
 class MembershipQuerySet(models.QuerySet["Membership"]):

@@ -12,7 +12,7 @@ from django.http import Http404
 
 from apps.core.sql import Statement, columns, instance
 
-from .backends import STUDY_ACCESS
+from .backends import REQUEST_WRITES, STUDY_ACCESS
 from .models import Membership, Role, Study, User
 
 LEAD_ROLES = frozenset({Role.LEAD, Role.OWNER})
@@ -25,6 +25,17 @@ _MEMBERSHIP = Statement(
     f'JOIN "{Study._meta.db_table}" s ON s.id = m.study_id WHERE m.user_id = %(user)s AND s.slug = %(slug)s',
     {"user": "bigint", "slug": "varchar"},
 )
+
+
+class StudyArchived(PermissionDenied):
+    """A write to an archived study: pages answer 403 with this message, the API 403 with it as `detail`."""
+
+    def __init__(self, study: Study) -> None:
+        super().__init__(archived_message(study))
+
+
+def archived_message(study: Study) -> str:
+    return f"Study {study.slug} is archived: unarchive it in Settings to change it."
 
 
 def role_in(user: User | AnonymousUser, study: Study) -> str | None:
@@ -43,8 +54,17 @@ def can_adjudicate(user: User | AnonymousUser, study: Study) -> bool:
     return can_lead(user, study)
 
 
-def access_study(user: User | AnonymousUser, slug: str, *, lead: bool = False) -> tuple[Study, str]:
-    """The study and the user's role, or 404 for non-members; 403 when `lead` is asked of an annotator."""
+def access_study(
+    user: User | AnonymousUser, slug: str, *, lead: bool = False, archived_ok: bool = False
+) -> tuple[Study, str]:
+    """The study and the user's role, or 404 for non-members; 403 when `lead` is asked of an annotator.
+
+    An archived study is read-only: when the request being served writes (`backends.REQUEST_WRITES`, set
+    by the middleware from its method), `StudyArchived` (403, "unarchive it in Settings") is raised after
+    the membership and role checks, so an outsider still gets 404. `archived_ok` is for the few writes an
+    archived study takes: its settings (unarchive), its deletion, and the jobs that only read it
+    (exports, agreement). Outside a request (commands, tests) nothing is refused here: commands use
+    `commands.get_study`."""
     if not user.is_authenticated:
         raise Http404("No such study.")
     # Read with the user on this study's URL (backends.py), used once: a later call reads it again.
@@ -63,4 +83,6 @@ def access_study(user: User | AnonymousUser, slug: str, *, lead: bool = False) -
     role = str(found)
     if lead and role not in LEAD_ROLES:
         raise PermissionDenied("Only a lead or an owner of this study can do this.")
+    if study.archived_at is not None and not archived_ok and REQUEST_WRITES.get():
+        raise StudyArchived(study)
     return study, role

@@ -11,6 +11,7 @@ import unicodedata
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils.text import slugify
 
 from .models import Membership, Role, Study, User
@@ -186,3 +187,95 @@ def create_user(username: str, password: str, *, email: str = "") -> User:
     user.set_password(password)
     user.save()
     return user
+
+
+# --- study settings, archive, delete ---------------------------------------------------------------
+
+SETTINGS_FIELDS = (
+    "name",
+    "description",
+    "overlap",
+    "consolidation_rule",
+    "show_annotator_names",
+    "require_rationale_on_override",
+    "reveal_labels_after_decision",
+    "discuss_after_reveal",
+    "require_guidelines",
+)
+"""The settings a lead or an owner may change (`update_study_settings`); the slug is the study's identity
+in URLs, scripts and packages, and never changes."""
+
+
+def _actor_role(study: Study, actor: User | None) -> str | None:
+    if actor is None:
+        return Role.OWNER  # the command line: the server's operator
+    return Membership.objects.filter(study=study, user=actor).values_list("role", flat=True).first()
+
+
+def update_study_settings(study: Study, changes: dict[str, object], *, actor: User | None) -> list[str]:
+    """Apply `changes` (a subset of `SETTINGS_FIELDS`, already validated by the form or serializer) to the
+    study under its row lock; returns the names of the fields that changed. Leads and owners may
+    (`MembershipRefused` otherwise).
+
+    What a change affects: `overlap` is the default of rounds assigned from now on; a round already
+    assigned keeps the overlap it was assigned with (`Round.params["assignment"]`), so its assignments and
+    its consolidation are untouched. `consolidation_rule` applies to the items consolidated from now on;
+    decisions already made stay."""
+    unknown = sorted(set(changes) - set(SETTINGS_FIELDS))
+    if unknown:
+        raise StudyError(f"Not a study setting: {', '.join(unknown)}.")
+    if _actor_role(study, actor) not in (Role.LEAD, Role.OWNER):
+        raise MembershipRefused("Only a lead or an owner of this study can change its settings.")
+    if "name" in changes and not str(changes["name"]).strip():
+        raise StudyError("A study needs a name.")
+    overlap = changes.get("overlap")
+    if overlap is not None and (not isinstance(overlap, int) or overlap < 1):
+        raise StudyError(f"The overlap must be at least 1 (got {overlap!r}).")
+    with transaction.atomic():
+        locked = Study.objects.select_for_update().get(pk=study.pk)
+        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+        for name in changed:
+            setattr(locked, name, changes[name])
+            setattr(study, name, changes[name])
+        if changed:
+            locked.save(update_fields=changed)
+    return changed
+
+
+def set_archived(study: Study, archived: bool, *, actor: User | None) -> bool:
+    """Archive the study (read-only everywhere: `permissions.access_study`, the API, `get_study` of
+    commands) or unarchive it. Only owners (`MembershipRefused`). Returns whether anything changed."""
+    if _actor_role(study, actor) != Role.OWNER:
+        raise MembershipRefused("Only an owner of this study can archive or unarchive it.")
+    from django.utils import timezone
+
+    with transaction.atomic():
+        locked = Study.objects.select_for_update().get(pk=study.pk)
+        if (locked.archived_at is not None) == archived:
+            return False
+        locked.archived_at = timezone.now() if archived else None
+        locked.save(update_fields=["archived_at"])
+        study.archived_at = locked.archived_at
+    return True
+
+
+study_deleting = Signal()
+"""Sent by `delete_study` inside its transaction, before the study's row goes, with `study=`: the apps
+above accounts connect to it to remove the rows that protect one another (a label protects its
+category), which a cascade alone refuses (`apps.export.deletion`)."""
+
+
+def delete_study(study: Study, *, confirm: str, actor: User | None) -> None:
+    """Delete the study and everything under it (items, codebook, rounds, labels, decisions, jobs and
+    their files) in one transaction: the receivers of `study_deleting` remove the protecting rows, then
+    the study's deletion cascades to the rest. Users are kept. `confirm` must be the study's slug, typed
+    exactly (`StudyError` otherwise); only owners (`MembershipRefused`); an archived study may be
+    deleted."""
+    if _actor_role(study, actor) != Role.OWNER:
+        raise MembershipRefused("Only an owner of this study can delete it.")
+    if confirm != study.slug:
+        raise StudyError(f"Type the study's slug, {study.slug}, exactly to delete it (got {confirm!r}).")
+    with transaction.atomic():
+        Study.objects.select_for_update().filter(pk=study.pk).first()
+        study_deleting.send(sender=Study, study=study)
+        Study.objects.filter(pk=study.pk).delete()

@@ -32,7 +32,16 @@ from apps.taxonomy.label_stores import Moved, remap_category_rows
 from apps.taxonomy.models import Category
 
 from . import payload as pl
-from .models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, SendBack
+from .models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    BlindValue,
+    DisagreementCause,
+    Finding,
+    LabelValue,
+    SendBack,
+)
 
 if TYPE_CHECKING:
     from .services.common import LoadedCodebook
@@ -234,9 +243,12 @@ def restore_annotations(
 
 
 def delete_study_labels(study: Study) -> None:
-    """Every label value of the study, before the study's deletion cascades (a label value protects its
-    category, which the codebook's deletion must be able to remove)."""
+    """Every label value of the study, its frozen blind values and its disagreement causes, before the
+    study's deletion cascades (a label or blind value protects its category and dimension, which the
+    codebook's deletion must be able to remove; a disagreement's cause protects the cause)."""
     LabelValue.objects.filter(finding__annotation__assignment__study=study).delete()
+    BlindValue.objects.filter(record__round__study=study).delete()
+    DisagreementCause.objects.filter(round__study=study).delete()
 
 
 def move_label_values(source: Category, target: Category, ids: Sequence[int] | None) -> Moved:

@@ -352,3 +352,9 @@ def import_model_labels(
             ]
         ModelLabel.objects.bulk_create(labels, ignore_conflicts=True)
     return ImportResult(rater, created, len(planned), len(labels), replaced)
+
+
+def delete_study_model_labels(study: Study) -> None:
+    """Every model label of the study, before the study's deletion cascades (a model label protects its
+    category and dimension, which the codebook's deletion must be able to remove)."""
+    ModelLabel.objects.filter(answer__rater__study=study).delete()

@@ -45,15 +45,15 @@ _RESTORE = (
     "writes"
 )
 _DEMO = (
-    "deleting the demo study clears what blocks the cascade; its label tables go through their owners' writes"
+    "deleting a study clears what blocks the cascade; its label tables go through their owners' writes"
 )
 ALLOWED_WRITES: dict[tuple[str, str], str] = {
     (
         "apps/annotation/services/rounds.py",
         "Item",
     ): "screening writes the items' relevance (corpus has no service for it)",
-    ("apps/export/demo.py", "Dimension"): _DEMO,
-    ("apps/export/demo.py", "Codebook"): _DEMO,
+    ("apps/export/deletion.py", "Dimension"): _DEMO,
+    ("apps/export/deletion.py", "Codebook"): _DEMO,
     ("apps/export/management/commands/load_demo.py", "Study"): "the demo study is created by the top app",
     ("apps/export/management/commands/load_demo.py", "Round"): "the demo's rounds are dated back",
     ("apps/export/package/restore.py", "Study"): _RESTORE,

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        status = study_status(get_study(opts["slug"]))
+        status = study_status(get_study(opts["slug"], reads_only=True))
         if opts["format"] == "json":
             self.stdout.write(json.dumps(status, sort_keys=False))
             return

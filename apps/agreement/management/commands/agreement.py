@@ -137,7 +137,7 @@ class Command(BaseCommand):
 
     def _study(self, opts: dict[str, Any]) -> None:
         try:
-            study = get_study(opts["study"])
+            study = get_study(opts["study"], reads_only=True)
         except CommandError as exc:
             raise _fail(str(exc)) from None
         try:

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=("csv", "json", "md", "tex"))
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        study = get_study(opts["study"])
+        study = get_study(opts["study"], reads_only=True)
         try:
             table = data.crosstab(
                 study,

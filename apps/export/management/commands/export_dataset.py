@@ -46,7 +46,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        study = get_study(opts["study"])
+        study = get_study(opts["study"], reads_only=True)
         output = Path(opts["output"])
         if opts["format"] == PAPER:
             self._paper(study, output)

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 
 from apps.accounts.models import Study, User
 from apps.core.cli import BaseCommand
-from apps.export.demo import delete_study
+from apps.export.deletion import delete_study
 
 from .load_demo import PASSWORD, SLUG, USERS
 

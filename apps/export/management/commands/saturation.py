@@ -42,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=("json", "text"))
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        study = get_study(opts["study"])
+        study = get_study(opts["study"], reads_only=True)
         try:
             result = data.saturation(
                 study, opts["dimension"], base=opts["base"], run=opts["run"], threshold=opts["threshold"]

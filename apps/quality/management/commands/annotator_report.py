@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=("json", "csv", "text"))
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        study = get_study(opts["study"])
+        study = get_study(opts["study"], reads_only=True)
         try:
             _, rows = report_rows(study, round_number=opts["round"], dimension=opts["dimension"])
         except ReportError as exc:

@@ -29,7 +29,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        study = get_study(opts["study"])
+        study = get_study(opts["study"], reads_only=True)
         path = Path(opts["output"]) if opts["output"] else None
         if path is not None:
             try:

@@ -1,4 +1,7 @@
-"""Deleting the demo study, for `reset_demo`: the study and everything in it, nothing else.
+"""Deleting a study (the Settings page, the API, `reset_demo`): the study and everything in it, nothing else.
+
+`accounts.services.delete_study` checks who may and the typed slug, and sends `study_deleting` inside its
+transaction; `purge_study` here, connected to it (apps.py), removes the rows that protect one another.
 
 A study's rows protect one another (a label protects its category, a category its parent and the category
 it was merged into, a dimension the category it depends on, a decision the one it superseded), so
@@ -21,8 +24,10 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.accounts.models import Study
+from apps.accounts.services import delete_study as delete_study_checked
 from apps.adjudication.services.writes import delete_study_gold
 from apps.annotation.writes import delete_study_labels
+from apps.raters.services import delete_study_model_labels
 from apps.corpus.models import ImportJob
 from apps.taxonomy.models import Category, Codebook, Dimension
 
@@ -61,11 +66,20 @@ def _remove(paths: list[Path]) -> None:
 
 
 def delete_study(study: Study) -> None:
-    """Delete `study` and every row of it (items, codebook, rounds, labels, decisions, jobs)."""
+    """Delete `study` and every row of it (items, codebook, rounds, labels, decisions, jobs), as the
+    server's operator (`reset_demo`)."""
+    delete_study_checked(study, confirm=study.slug, actor=None)
+
+
+def purge_study(sender: object, *, study: Study, **kwargs: object) -> None:
+    """The `study_deleting` receiver: inside the deletion's transaction, remove the study's protecting
+    rows (gold and label values, blind values, disagreement causes, model labels, the links between
+    categories), so that the study's own deletion can cascade; its files go once the deletion commits."""
     with transaction.atomic():
         files = _owned_paths(study)
         delete_study_gold(study)
         delete_study_labels(study)
+        delete_study_model_labels(study)
         Dimension.objects.filter(codebook__study=study).update(applies_when_category=None)
         categories = Category.objects.filter(dimension__codebook__study=study)
         categories.update(parent=None)
@@ -74,5 +88,4 @@ def delete_study(study: Study) -> None:
             if not deleted:
                 break  # cannot happen (merges form no cycle); the codebook's deletion would say what is left
         Codebook.objects.filter(study=study).delete()
-        study.delete()
         transaction.on_commit(lambda: _remove(files))
