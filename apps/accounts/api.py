@@ -23,13 +23,15 @@ from apps.core.api import APIBase, refuse
 
 from . import services
 from .models import Membership, Role, Study, User
-from .permissions import access_study
+from .permissions import access_study, archived_message
 from .serializers import (
     AddMemberSerializer,
     MembershipSerializer,
     MeSerializer,
+    StudyDeleteSerializer,
     StudyDetailSerializer,
     StudySerializer,
+    StudySettingsSerializer,
 )
 
 
@@ -47,10 +49,13 @@ class StudyAPIMixin:
     """Loads ``self.study`` and ``self.role`` from the URL's ``slug`` before the handler runs.
 
     `lead_methods` lists the HTTP methods only leads and owners may use (every method: `lead_only`).
+    An archived study refuses every method but GET, HEAD and OPTIONS (403 "unarchive it in Settings",
+    `access_study`) except those in `archived_methods`: jobs that only read, the study's own settings.
     """
 
     lead_only: ClassVar[bool] = False
     lead_methods: ClassVar[frozenset[str]] = frozenset()
+    archived_methods: ClassVar[frozenset[str]] = frozenset()
     study: Study
     role: str
     kwargs: dict[str, Any]
@@ -58,7 +63,8 @@ class StudyAPIMixin:
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]  # authentication and permissions
         lead = self.lead_only or request.method in self.lead_methods
-        self.study, self.role = access_study(request.user, kwargs["slug"], lead=lead)
+        archived_ok = request.method in self.archived_methods
+        self.study, self.role = access_study(request.user, kwargs["slug"], lead=lead, archived_ok=archived_ok)
 
     @property
     def is_lead(self) -> bool:
@@ -106,12 +112,55 @@ class StudyList(APIBase, generics.ListAPIView[Study]):
 
 
 class StudyDetail(StudyAPIView):
-    """One study; any member."""
+    """One study; any member. PATCH changes its settings (leads and owners; `archived`: owners only; an
+    archived study takes only `{"archived": false}`). DELETE deletes it and everything in it (owners only)
+    and needs the slug typed exactly as `confirm` (JSON body or query parameter): 204."""
+
+    lead_methods = frozenset({"PATCH", "DELETE"})
+    archived_methods = frozenset({"PATCH", "DELETE"})  # unarchiving; deleting an archived study
+
+    def _detail(self) -> Response:
+        self.study.role = self.role  # type: ignore[attr-defined]  # the serializer reads it
+        return Response(StudyDetailSerializer(self.study).data)
 
     @extend_schema(responses=StudyDetailSerializer, operation_id="study_detail")
     def get(self, request: Request, slug: str) -> Response:
-        self.study.role = self.role  # type: ignore[attr-defined]  # the serializer reads it
-        return Response(StudyDetailSerializer(self.study).data)
+        return self._detail()
+
+    @extend_schema(
+        request=StudySettingsSerializer, responses=StudyDetailSerializer, operation_id="study_update"
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        form = StudySettingsSerializer(self.study, data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        changes = dict(form.validated_data)
+        archived = changes.pop("archived", None)
+        if self.study.is_archived and changes:  # only `archived` itself: unarchiving
+            refuse(archived_message(self.study), status_code=status.HTTP_403_FORBIDDEN)
+        try:
+            if archived is not None:
+                services.set_archived(self.study, archived, actor=self.user)
+            services.update_study_settings(self.study, changes, actor=self.user)
+        except services.MembershipRefused as exc:
+            refuse(exc, status_code=status.HTTP_403_FORBIDDEN)
+        except services.StudyError as exc:
+            refuse(exc)
+        return self._detail()
+
+    @extend_schema(request=StudyDeleteSerializer, responses={204: None}, operation_id="study_delete")
+    def delete(self, request: Request, slug: str) -> Response:
+        if self.role != Role.OWNER:
+            refuse("Only an owner of this study can delete it.", status_code=status.HTTP_403_FORBIDDEN)
+        data = request.data if isinstance(request.data, dict) and request.data else request.query_params
+        form = StudyDeleteSerializer(data={"confirm": data.get("confirm", "")})
+        form.is_valid(raise_exception=True)
+        try:
+            services.delete_study(self.study, confirm=form.validated_data["confirm"], actor=self.user)
+        except services.MembershipRefused as exc:
+            refuse(exc, status_code=status.HTTP_403_FORBIDDEN)
+        except services.StudyError as exc:
+            refuse(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MemberList(StudyListAPIView[Membership]):

@@ -15,8 +15,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 class RequestStudyMiddleware:
     """Sets `REQUEST_STUDY` to the resolved view's `slug` argument before the view runs, and back to None
-    when the request ends, and `REQUEST_WRITES` to whether its method writes. Placed after AuthenticationMiddleware: the user is loaded lazily, by the view, so
-    it is read with the membership of that study. Nothing else reads the value."""
+    when the request ends; `REQUEST_WRITES` to whether the request's method writes. Placed after
+    AuthenticationMiddleware: the user is loaded lazily, by the view, so it is read with the membership
+    of that study. Only the backend reads `REQUEST_STUDY`; only `access_study` reads `REQUEST_WRITES`."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

@@ -21,11 +21,44 @@ class StudyRoleSerializer(serializers.Serializer[Any]):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
+SETTINGS_FLAGS = [
+    "show_annotator_names",
+    "require_rationale_on_override",
+    "reveal_labels_after_decision",
+    "discuss_after_reveal",
+    "require_guidelines",
+]
+
+
 class StudyDetailSerializer(StudySerializer):
     role = serializers.ChoiceField(choices=Role.choices, help_text="The caller's role in the study.")
+    archived = serializers.BooleanField(source="is_archived", help_text="Read-only until unarchived.")
 
     class Meta(StudySerializer.Meta):
-        fields = [*StudySerializer.Meta.fields, "role"]
+        fields = [*StudySerializer.Meta.fields, *SETTINGS_FLAGS, "archived", "archived_at", "role"]
+
+
+class StudySettingsSerializer(serializers.ModelSerializer[Study]):
+    """PATCH of a study: any of its settings (leads and owners), and `archived` (owners only). `overlap`
+    is the default of rounds assigned from now on; rounds already assigned keep theirs."""
+
+    archived = serializers.BooleanField(required=False, help_text="Archive (true) or unarchive (false).")
+
+    class Meta:
+        model = Study
+        fields = ["name", "description", "overlap", "consolidation_rule", *SETTINGS_FLAGS, "archived"]
+        extra_kwargs = {"overlap": {"min_value": 1, "max_value": 100}}
+
+    def validate_name(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("A study needs a name.")
+        return value.strip()
+
+
+class StudyDeleteSerializer(serializers.Serializer[Any]):
+    confirm = serializers.CharField(
+        help_text="The study's slug, typed exactly (also accepted as the `confirm` query parameter)."
+    )
 
 
 class MeSerializer(serializers.Serializer[Any]):

@@ -16,4 +16,7 @@ urlpatterns = [
     path("profile/", views.profile, name="profile"),
     path("profile/tokens/<int:pk>/revoke/", views.revoke_token, name="revoke-token"),
     path("studies/<slug:slug>/members/", views.members, name="members"),
+    path("studies/<slug:slug>/settings/", views.study_settings, name="settings"),
+    path("studies/<slug:slug>/settings/archive/", views.archive_study, name="archive"),
+    path("studies/<slug:slug>/settings/delete/", views.delete_study, name="delete"),
 ]

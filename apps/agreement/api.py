@@ -54,6 +54,7 @@ class SnapshotList(StudyListAPIView[AgreementSnapshot]):
 
     serializer_class = SnapshotSerializer
     lead_only = True
+    archived_methods = frozenset({"POST"})  # computing reads an archived study's labels
     cursor_ordering = "-id"
 
     def get_queryset(self) -> QuerySet[AgreementSnapshot]:

@@ -107,8 +107,9 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def compute(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    """Recompute the dashboard at the posted level (now, or in the background for a large study)."""
-    study, _ = access_study(request.user, slug, lead=True)
+    """Recompute the dashboard at the posted level (now, or in the background for a large study); an
+    archived study's figures can still be computed: that reads its labels."""
+    study, _ = access_study(request.user, slug, lead=True, archived_ok=True)
     level = page.level_param(request.POST.get("level"))
     services.request_dashboard(study, level, actor=_actor(request))
     return redirect(page.dashboard_url(study.slug, level=level))

@@ -47,6 +47,7 @@ class ExportList(StudyListAPIView[ExportJob]):
 
     serializer_class = ExportJobSerializer
     lead_only = True
+    archived_methods = frozenset({"POST"})  # an archived study is still exported
     cursor_ordering = "-id"
 
     def get_queryset(self) -> QuerySet[ExportJob]:

@@ -6,13 +6,11 @@ class ExportConfig(AppConfig):
     label = "export"
 
     def ready(self) -> None:
+        from apps.accounts.models import Study
         from apps.accounts.services import study_deleting
         from apps.core.jobs import JobKind, register_kind
 
         from .deletion import purge_study
-
-        from apps.accounts.models import Study
-
         from .models import ExportJob
         from .services import discard_scratch
         from .tasks import export_dataset_task

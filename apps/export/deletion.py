@@ -27,8 +27,8 @@ from apps.accounts.models import Study
 from apps.accounts.services import delete_study as delete_study_checked
 from apps.adjudication.services.writes import delete_study_gold
 from apps.annotation.writes import delete_study_labels
-from apps.raters.services import delete_study_model_labels
 from apps.corpus.models import ImportJob
+from apps.raters.services import delete_study_model_labels
 from apps.taxonomy.models import Category, Codebook, Dimension
 
 from .models import ExportJob

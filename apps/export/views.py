@@ -145,8 +145,8 @@ def export_counts(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    """Start an export job with the posted options."""
-    study, role = access_study(request.user, slug, lead=True)
+    """Start an export job with the posted options (an archived study is still exported: it only reads)."""
+    study, role = access_study(request.user, slug, lead=True, archived_ok=True)
     form = ExportForm(study, request.POST)
     if not form.is_valid() or form.options is None:
         ctx = study_context(study, role, "export", form=form, jobs=_job_rows(study), preview=None)

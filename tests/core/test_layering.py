@@ -44,9 +44,7 @@ _RESTORE = (
     "the package restore writes a new study's rows of every app; its label tables go through their owners' "
     "writes"
 )
-_DEMO = (
-    "deleting a study clears what blocks the cascade; its label tables go through their owners' writes"
-)
+_DEMO = "deleting a study clears what blocks the cascade; its label tables go through their owners' writes"
 ALLOWED_WRITES: dict[tuple[str, str], str] = {
     (
         "apps/annotation/services/rounds.py",

@@ -101,6 +101,9 @@ MATRIX: dict[str, Rule] = {
         "own", "POST", kwargs=lambda w: {"pk": w.extras["alice_token"].pk}, post=302
     ),
     "accounts:members": page("lead", "GET", "POST", kwargs=study),
+    "accounts:settings": page("lead", "GET", "POST", kwargs=study),  # an empty form: 400, named fields
+    "accounts:archive": page("lead", "POST", kwargs=study, post=302),  # leads: 403 (SPECIAL)
+    "accounts:delete": page("lead", "POST", kwargs=study, post=400),  # no slug typed; leads: 403 (SPECIAL)
     # --- corpus -----------------------------------------------------------------------------------
     "corpus:item-list": page("member", kwargs=study),
     "corpus:item-detail": page("member", kwargs=item(0)),
@@ -234,7 +237,7 @@ MATRIX: dict[str, Rule] = {
     # --- API: accounts ----------------------------------------------------------------------------
     "api-me": api("user"),
     "api-study-list": api("user"),
-    "api-study-detail": api("member", kwargs=study),
+    "api-study-detail": api("member", "GET", "PATCH", "DELETE", kwargs=study, write="lead", post=OK),
     "api-member-list": api("lead", "GET", "POST", kwargs=study),
     # --- API: corpus ------------------------------------------------------------------------------
     "api-item-list": api("member", kwargs=study),
@@ -288,8 +291,14 @@ MATRIX: dict[str, Rule] = {
 # Every other admin URL sits behind the same `admin_view` staff check as admin:index.
 ADMIN_NAMESPACE = "admin:"
 
-# Exceptions to the access levels, each with its reason (none so far).
-SPECIAL: dict[tuple[str, str, str], int | str] = {}
+# Exceptions to the access levels, each with its reason.
+SPECIAL: dict[tuple[str, str, str], int | str] = {
+    # Leads change a study's settings; only owners archive or delete it (docs/decisions/0002-roles.md).
+    ("accounts:archive", "POST", "lead"): 403,
+    ("accounts:delete", "POST", "lead"): 403,
+    ("api-study-detail", "DELETE", "lead"): 403,
+    ("api-study-detail", "DELETE", "owner"): 400,  # no slug typed as `confirm`
+}
 
 
 def refusal(rule: Rule, role: str, method: str = "GET") -> int | None:
