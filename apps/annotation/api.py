@@ -21,6 +21,7 @@ from rest_framework.response import Response
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import Conflict, Refused, refuse
+from apps.taxonomy import guidelines
 
 from . import api_threads, decided, services
 from .models import Annotation, AnnotationQuerySet, Assignment, BlindRecord, Revision, Round, RoundPhase
@@ -342,6 +343,8 @@ class AssignmentAnnotation(StudyAPIView):
         assignment = get_object_or_404(
             Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk
         )
+        if (version := guidelines.to_read(self.study, self.user, self.role)) is not None:
+            refuse(guidelines.refusal(self.study, version), status_code=status.HTTP_403_FORBIDDEN)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data

@@ -5,6 +5,9 @@ from . import views
 app_name = "annotation"
 urlpatterns = [
     path("queue/", views.queue, name="queue"),
+    path("guidelines/", views.guidelines_page, name="guidelines"),
+    path("guidelines/acknowledge/", views.acknowledge, name="guidelines-acknowledge"),
+    path("guidelines/<int:number>/", views.guidelines_version, name="guidelines-version"),
     path("decided/", views.my_decided, name="decided"),
     path("inbox/", views.inbox, name="inbox"),
     path("rounds/<int:number>/items/<int:item_id>/thread/", views.thread, name="thread"),

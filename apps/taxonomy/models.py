@@ -179,3 +179,52 @@ class CodebookVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.codebook} @ v{self.number}"
+
+
+class GuidelinesVersionQuerySet(models.QuerySet["GuidelinesVersion"]):
+    def for_study(self, study: Study) -> GuidelinesVersionQuerySet:
+        return self.filter(study=study).order_by("-number")
+
+
+class GuidelinesVersion(models.Model):
+    """One published version of a study's guidelines: the lead's introduction (Markdown, rendered through
+    the sanitizer) and the codebook version whose definitions, criteria and examples it shows. Kept
+    forever; the newest is the current one. Written by `services.guidelines` only."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="guidelines_versions")
+    number = models.PositiveIntegerField()
+    introduction = models.TextField(blank=True)
+    codebook_version = models.PositiveIntegerField(
+        help_text="The codebook version the guidelines were written against (its snapshot is shown)."
+    )
+    note = models.CharField(max_length=300, blank=True, help_text="What changed, in a line.")
+    published_at = models.DateTimeField(default=timezone.now)
+    published_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    objects = GuidelinesVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="guidelines_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} guidelines v{self.number}"
+
+
+class GuidelinesAcknowledgement(models.Model):
+    """A member's statement that they read one version of the guidelines, and when."""
+
+    version = models.ForeignKey(GuidelinesVersion, on_delete=models.CASCADE, related_name="acknowledgements")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    acknowledged_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["version", "acknowledged_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "user"], name="guidelines_ack_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} read {self.version}"

@@ -67,6 +67,14 @@ def dimension(key: str, field_name: str = "pk", **more: Any) -> Kwargs:
     return kwargs
 
 
+def guidelines_version(w: World) -> dict[str, Any]:
+    """Version 1 of the world's guidelines, published on first use."""
+    from apps.taxonomy import guidelines
+
+    version = guidelines.current(w.study) or guidelines.publish(w.study, "Read *carefully*.", actor=w.lead)
+    return {"slug": w.study.slug, "number": version.number}
+
+
 @dataclass(frozen=True)
 class Rule:
     access: str
@@ -144,6 +152,9 @@ MATRIX: dict[str, Rule] = {
     "taxonomy:category-delete": page("lead", "POST", kwargs=category("code")),
     # --- labelling --------------------------------------------------------------------------------
     "annotation:queue": page("member", kwargs=study),
+    "annotation:guidelines": page("member", "GET", "POST", kwargs=study, write="lead", post=302),  # publishes
+    "annotation:guidelines-acknowledge": page("member", "POST", kwargs=study, post=302),
+    "annotation:guidelines-version": page("member", kwargs=guidelines_version),
     "annotation:decided": page("member", kwargs=study),
     "annotation:inbox": page("member", kwargs=study),
     "annotation:thread": page(

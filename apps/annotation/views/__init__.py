@@ -2,11 +2,13 @@
 
 from .causes import causes
 from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
+from .guidelines import acknowledge, guidelines_page, guidelines_version
 from .rounds import add_items, assign, draw, reassign, round_detail, round_kind, rounds, screen, screening
 from .threads import cause, comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
 __all__ = [
+    "acknowledge",
     "add_items",
     "assign",
     "cause",
@@ -14,6 +16,8 @@ __all__ = [
     "close_discussion",
     "comment",
     "draw",
+    "guidelines_page",
+    "guidelines_version",
     "inbox",
     "my_decided",
     "next_item",

@@ -32,7 +32,7 @@ from .. import payload as pl
 from ..forms import WorkbenchForm
 from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase, SendBack
 from ..services import send_back
-from .common import request_user
+from .common import guidelines_first, request_user
 from .discussion import discussion_context, readable
 from .options import options_html
 
@@ -47,6 +47,8 @@ QUEUE_SIZE = 200
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """My assignments in the study: per round done / total, the open ones, and those I may still edit."""
     study, role = access_study(request.user, slug)
+    if (first := guidelines_first(request, study, role)) is not None:
+        return first
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     per_round: list[dict[str, Any]] = [
         dict(row)
@@ -78,7 +80,9 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def next_item(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Redirect to my next open assignment, or to my queue when none is left."""
-    study, _ = access_study(request.user, slug)
+    study, role = access_study(request.user, slug)
+    if (first := guidelines_first(request, study, role)) is not None:
+        return first
     assignment = services.next_open_assignment(request_user(request), study)
     if assignment is None:
         messages.success(request, "Nothing left to label in this study. Thank you!")
@@ -392,6 +396,8 @@ def _meta_pairs(item: Item) -> list[tuple[str, str]]:
 def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     """One item and its labels: the screen an annotator works in (keyboard shortcuts in workbench.js)."""
     study, role = access_study(request.user, slug)
+    if (first := guidelines_first(request, study, role)) is not None:
+        return first
     assignment = _own_assignment(request, study, pk)
     return render(request, "annotation/workbench.html", _workbench_context(request, study, role, assignment))
 
@@ -433,6 +439,8 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     refused submission again. A refused submission keeps what was posted as the draft (its own
     transaction), so nothing is lost."""
     study, role = access_study(request.user, slug)
+    if (first := guidelines_first(request, study, role)) is not None:
+        return first
     user = request_user(request)
     form = WorkbenchForm(request.POST)
     data = _posted_payload(request)
