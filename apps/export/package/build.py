@@ -103,6 +103,7 @@ def study_data(study: Study) -> dict[str, Any]:
         "require_rationale_on_override": study.require_rationale_on_override,
         "reveal_labels_after_decision": study.reveal_labels_after_decision,
         "discuss_after_reveal": study.discuss_after_reveal,
+        "require_guidelines": study.require_guidelines,
         "members": [{"username": username, "role": role} for username, role in members],
     }
 

@@ -169,6 +169,7 @@ def import_study(
                 require_rationale_on_override=study_data["require_rationale_on_override"],
                 reveal_labels_after_decision=study_data["reveal_labels_after_decision"],
                 discuss_after_reveal=bool(study_data.get("discuss_after_reveal", False)),
+                require_guidelines=bool(study_data.get("require_guidelines", False)),
                 created_by=actor,
             )
             Membership.objects.bulk_create(
