@@ -192,3 +192,20 @@ def test_an_archived_study_can_be_deleted(world: World) -> None:
         f"/api/v1/studies/{world.study.slug}/", {"confirm": world.study.slug}, format="json"
     )
     assert response.status_code == 204
+
+
+def test_a_revealed_study_with_frozen_blind_labels_is_deleted_whole(world: World) -> None:
+    from apps.annotation import services as labelling
+    from apps.annotation.models import BlindValue, DisagreementCause
+    from apps.annotation.services.causes import add_cause, set_cause
+
+    labelling.reveal_round(world.study, 1, force=True, discussion=True)
+    cause = add_cause(world.study, "Vague post")
+    set_cause(Round.objects.get(study=world.study, number=1), world.items[0], world.lead, cause.key)
+    assert BlindValue.objects.filter(record__round__study=world.study).exists()
+    assert DisagreementCause.objects.filter(cause=cause).exists()  # protects the cause
+    response = api_as(world.owner).delete(
+        f"/api/v1/studies/{world.study.slug}/", {"confirm": world.study.slug}, format="json"
+    )
+    assert response.status_code == 204
+    assert not BlindValue.objects.exists() and not Study.objects.filter(pk=world.study.pk).exists()
