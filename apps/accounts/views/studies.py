@@ -1,4 +1,4 @@
-"""Log in, the user's studies, members of a study, and personal API tokens."""
+"""Log out, the user's studies, and their profile (personal API tokens, links to their account pages)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
 
-from . import services
-from .forms import AddMemberForm, StudyForm, TokenForm
-from .models import ApiToken, Membership, Study, User
-from .permissions import access_study
+from .. import services
+from ..forms import StudyForm, TokenForm
+from ..models import ApiToken, Membership, Study, User
 
 
 class LogoutView(auth_views.LogoutView):
@@ -82,49 +80,6 @@ def study_list(request: HtmxHttpRequest) -> HttpResponse:
             return redirect("adjudication:study-detail", study.slug)
     rows = [{"study": s, "role": roles.get(s.id), "open": open_work.get(s.id, 0)} for s in studies]
     return render(request, "accounts/study_list.html", {"rows": rows, "form": form})
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    study, role = access_study(request.user, slug, lead=True)
-    actor = request.user
-    assert isinstance(actor, User)
-    form = AddMemberForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        new_role = form.cleaned_data["role"]
-        try:
-            membership, created = services.set_member_role(
-                study,
-                form.cleaned_data["username"].strip(),
-                new_role,
-                actor=actor,
-                password=form.cleaned_data["password"],
-            )
-        except services.UnknownUser as exc:
-            form.add_error(None, f"{exc} Give a password to create the account.")
-        except services.StudyError as exc:
-            form.add_error(None, str(exc))
-        else:
-            verb = "added as" if created else "is now"
-            messages.success(request, f"{membership.user.username} {verb} {new_role}.")
-            return redirect("accounts:members", study.slug)
-    memberships = (
-        Membership.objects.filter(study=study).select_related("user").order_by("role", "user__username")
-    )
-    load = dict(
-        Membership.objects.filter(study=study)
-        .annotate(
-            n_open=Count(
-                "user__assignments",
-                filter=Q(user__assignments__study=study, user__assignments__status="open"),
-            ),
-        )
-        .values_list("user_id", "n_open")
-    )
-    rows = [{"m": m, "open": load.get(m.user_id, 0)} for m in memberships]
-    ctx = study_context(study, role, "members", form=form, rows=rows)
-    return render(request, "accounts/members.html", ctx)
 
 
 @login_required
