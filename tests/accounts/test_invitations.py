@@ -104,7 +104,7 @@ def test_signup_with_an_address_already_in_use_is_refused_and_writes_nothing(
 ) -> None:
     User.objects.create_user("taken", email="taken@example.org", password=PASSWORD)
     issued = create_invitation(study, role=Role.ANNOTATOR, actor=lead)
-    with pytest.raises(invitations.StudyError, match="already uses the address TAKEN@example.org"):
+    with pytest.raises(invitations.StudyError, match=r"already uses the address TAKEN@example\.org"):
         accept_with_signup(issued.token, username="new", email="TAKEN@example.org", password=PASSWORD)
     assert not User.objects.filter(username="new").exists()
     assert Invitation.objects.get(pk=issued.invitation.pk).uses == 0
@@ -180,16 +180,21 @@ def test_the_members_page_invites_by_email_shows_a_link_once_and_revokes(study: 
     client = login(Client(), lead)
     create_url = reverse("accounts:invitation-create", args=[study.slug])
     sent = client.post(
-        create_url, {"email": "ada@example.org", "role": "annotator", "expires_days": 14}, follow=True
+        create_url,
+        {"invite-email": "ada@example.org", "invite-role": "annotator", "invite-expires_days": 14},
+        follow=True,
     )
     assert "Invitation sent to ada@example.org as annotator." in sent.content.decode()
     assert len(mail.outbox) == 1
-    made = client.post(create_url, {"email": "", "role": "annotator", "expires_days": 3, "max_uses": ""})
+    made = client.post(
+        create_url,
+        {"invite-email": "", "invite-role": "annotator", "invite-expires_days": 3, "invite-max_uses": ""},
+    )
     text = made.content.decode()
     assert 'data-testid="invitation-link"' in text and "any number of uses" in text
     link = Invitation.objects.filter(study=study, email="").get()
     assert link.max_uses is None
-    refused = client.post(create_url, {"email": "", "role": "owner", "expires_days": 3})
+    refused = client.post(create_url, {"invite-email": "", "invite-role": "owner", "invite-expires_days": 3})
     assert "Only an owner can make someone an owner." in refused.content.decode()
     client.post(reverse("accounts:invitation-revoke", args=[study.slug, link.pk]))
     assert Invitation.objects.get(pk=link.pk).status == "revoked"

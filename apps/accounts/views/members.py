@@ -25,6 +25,9 @@ from ..models import Invitation, Membership, Role, Study, User
 from ..permissions import access_study
 
 
+INVITE = "invite"  # the invitation form's prefix: the page holds the add-member form too
+
+
 def _actor(request: HtmxHttpRequest) -> User:
     user = request.user
     assert isinstance(user, User)  # login_required ran first
@@ -53,7 +56,7 @@ def _page(
         rows=rows,
         invitations=Invitation.objects.filter(study=study).pending().select_related("created_by"),
         form=extra.pop("form", None) or AddMemberForm(),
-        invite_form=extra.pop("invite_form", None) or InvitationForm(),
+        invite_form=extra.pop("invite_form", None) or InvitationForm(prefix=INVITE),
         roles=Role.choices,
         **extra,
     )
@@ -134,7 +137,7 @@ def member_remove(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
 def invitation_create(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Invite an address (the link is e-mailed) or create a link; a link is shown once, on this page."""
     study, role = access_study(request.user, slug, lead=True)
-    form = InvitationForm(request.POST)
+    form = InvitationForm(request.POST, prefix=INVITE)
     if not form.is_valid():
         return _page(request, study, role, invite_form=form)
     data = form.cleaned_data
