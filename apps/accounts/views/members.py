@@ -24,7 +24,6 @@ from ..forms import AddMemberForm, InvitationForm, MemberRoleForm
 from ..models import Invitation, Membership, Role, Study, User
 from ..permissions import access_study
 
-
 INVITE = "invite"  # the invitation form's prefix: the page holds the add-member form too
 
 
