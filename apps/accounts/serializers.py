@@ -65,7 +65,13 @@ class RemovalSerializer(serializers.Serializer[Any]):
 
 
 class InvitationSerializer(serializers.ModelSerializer[Invitation]):
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = serializers.CharField(
+        source="created_by.username",
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="null: the command line.",
+    )
     status = serializers.CharField(read_only=True, help_text="pending, revoked, expired or used.")
 
     class Meta:
