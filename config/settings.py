@@ -9,8 +9,18 @@ Environment variables (all optional in development):
                    filesystem broker (no server) and the local-memory cache.
   ALLOWED_HOSTS    comma-separated; default localhost names.
   SQLITE_TIMEOUT   seconds a SQLite connection waits for the write lock (default 30).
-  EMAIL_URL        e.g. smtp+tls://user:password@smtp.example.org:587; set, it turns on e-mail
-                   notifications (a mention or a reply in a discussion thread). Unset: no e-mail is sent.
+  EMAIL_URL        e.g. smtp://user:password@smtp.example.org:587?tls=1; the mail server of account
+                   mail (invitations, password resets, address verification) and of notifications (a
+                   mention or a reply in a discussion thread), which it turns on. Unset: account mail is
+                   printed on the console in development (`make run` shows reset links) and sent to an
+                   SMTP server on localhost in production; no notification is sent.
+  OPEN_SIGNUP      "1" lets anyone create an account at /accounts/signup/; default off: accounts come
+                   from invitations (and from `add_member --create` or a lead's members page).
+  ACCOUNT_EMAIL_VERIFICATION  "optional" (default: a new address gets a verification link, sign-in is not
+                   held back), "mandatory" (no sign-in before the address is verified) or "none".
+  GITHUB_CLIENT_ID / GITHUB_CLIENT_SECRET, GITLAB_CLIENT_ID / GITLAB_CLIENT_SECRET [GITLAB_URL],
+  ORCID_CLIENT_ID / ORCID_CLIENT_SECRET [ORCID_BASE_DOMAIN]
+                   sign-in with GitHub, GitLab or ORCID, each on only when its id and secret are set.
   DEFAULT_FROM_EMAIL  the sender of those e-mails (default taxonomist@localhost).
   SITE_URL         the address people open Taxonomist at, for links in e-mails (default http://127.0.0.1:8000).
 """
@@ -53,6 +63,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "rest_framework",
     "drf_spectacular",
+    "allauth",
+    "allauth.account",
     "apps.core",
     "apps.accounts",
     "apps.corpus",
@@ -75,6 +87,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     # After authentication: the user, loaded lazily by the view, comes with their membership of the study.
     "apps.accounts.middleware.RequestStudyMiddleware",
 ]
@@ -96,6 +109,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "apps.accounts.context_processors.accounts",
             ],
         },
     },
@@ -177,6 +191,58 @@ LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "accounts:study-list"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
+# Accounts (django-allauth, docs/accounts.md): sign in by username or e-mail address, password change and
+# reset by e-mail, address verification. Open sign-up is off unless OPEN_SIGNUP=1: accounts come from
+# invitations (apps/accounts/invitations.py). The login rate limit is ours (apps/accounts/ratelimit.py) and
+# wraps the one login view; allauth's own limits guard the mail it sends.
+OPEN_SIGNUP = env.bool("OPEN_SIGNUP", default=False)
+ACCOUNT_ADAPTER = "apps.accounts.adapters.AccountAdapter"
+ACCOUNT_FORMS = {"login": "apps.accounts.forms.LoginForm"}
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_EMAIL_VERIFICATION = env.str("ACCOUNT_EMAIL_VERIFICATION", default="optional")
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Taxonomist] "
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
+ACCOUNT_AUTHENTICATED_LOGIN_REDIRECTS = False  # the login page stays a page for a signed-in user too
+ACCOUNT_SESSION_REMEMBER = None  # the form's "Remember me" box decides
+ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if PRODUCTION else "http"
+ACCOUNT_RATE_LIMITS = {
+    # Logins are limited by apps/accounts/ratelimit.py: failures per username and address (429 + Retry-After).
+    "login": False,
+    "login_failed": False,
+    "reset_password": "20/m/ip,5/m/key",
+    "reset_password_from_key": "20/m/ip",
+    "signup": "20/m/ip",
+    "confirm_email": "1/3m/key",
+    "change_password": "5/m/user",
+}
+
+# Sign-in with GitHub, GitLab or ORCID: each provider is on only when its client id and secret are set.
+_SOCIAL_PROVIDERS: dict[str, dict[str, object]] = {}
+for _provider, _extra in (
+    ("github", {"SCOPE": ["user:email"]}),
+    ("gitlab", {"SCOPE": ["read_user"], "APPS_SETTINGS": {"gitlab_url": env.str("GITLAB_URL", default="")}}),
+    ("orcid", {"BASE_DOMAIN": env.str("ORCID_BASE_DOMAIN", default="orcid.org"), "MEMBER_API": False}),
+):
+    _client_id = env.str(f"{_provider.upper()}_CLIENT_ID", default="")
+    _secret = env.str(f"{_provider.upper()}_CLIENT_SECRET", default="")
+    if _client_id and _secret:
+        _app: dict[str, object] = {"client_id": _client_id, "secret": _secret}
+        _app_settings = _extra.pop("APPS_SETTINGS", None)
+        if isinstance(_app_settings, dict) and any(_app_settings.values()):
+            _app["settings"] = {k: v for k, v in _app_settings.items() if v}
+        _SOCIAL_PROVIDERS[_provider] = {"APPS": [_app], **_extra}
+if _SOCIAL_PROVIDERS:
+    INSTALLED_APPS += ["allauth.socialaccount"] + [
+        f"allauth.socialaccount.providers.{p}" for p in _SOCIAL_PROVIDERS
+    ]
+    SOCIALACCOUNT_PROVIDERS = _SOCIAL_PROVIDERS
+    SOCIALACCOUNT_ADAPTER = "apps.accounts.adapters.SocialAccountAdapter"
+    SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # a provider's address never signs into an existing account
+    SOCIALACCOUNT_LOGIN_ON_GET = False
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -202,23 +268,34 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_IMPORT_UPLOAD_BYTES = env.int("MAX_IMPORT_UPLOAD_BYTES", default=200 * 1024 * 1024)
 # The GitLab instances the import page offers (the worker sends GITLAB_TOKEN to the one picked); the first
 # is the default. Add a self-managed instance's API root, e.g. https://gitlab.example.org/api/v4.
-# E-mail: notifications only where e-mail is configured (EMAIL_URL); tests use Django's in-memory outbox.
+# E-mail. With EMAIL_URL: that server, for account mail and the notifications it turns on. Without: account
+# mail (invitations, resets) is printed on the console in development, so `make run` shows its links, and
+# goes to an SMTP server on localhost in production (Django's historical default, which the deploy check
+# accepts); no notification is sent. Tests use Django's in-memory outbox.
 EMAIL_NOTIFICATIONS = bool(os.environ.get("EMAIL_URL"))
-# Without EMAIL_URL Taxonomist sends nothing; the default mailer is Django's historical default (SMTP on
-# localhost), which the deploy check accepts, and which no code of ours calls then.
 MAILERS: dict[str, dict[str, object]] = {
-    "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend"}
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend"
+        if PRODUCTION
+        else "django.core.mail.backends.console.EmailBackend"
+    }
 }
 if EMAIL_NOTIFICATIONS:
     _email = env.email_url("EMAIL_URL")
+    _query = {str(k).lower(): v for k, v in dict(_email.get("OPTIONS") or {}).items()}
+
+    def _flag(value: object) -> bool:
+        return str(value).lower() in {"1", "true", "yes", "on"}
+
     _options = {
         "host": _email.get("EMAIL_HOST"),
         "port": _email.get("EMAIL_PORT"),
         "username": _email.get("EMAIL_HOST_USER"),
         "password": _email.get("EMAIL_HOST_PASSWORD"),
-        "use_tls": _email.get("EMAIL_USE_TLS"),
-        "use_ssl": _email.get("EMAIL_USE_SSL"),
-        "timeout": 10,  # seconds: a mail server that hangs never holds a comment's request for long
+        # smtp+tls:// or ?tls=1 (STARTTLS, port 587); smtps:// or ?ssl=1 (port 465)
+        "use_tls": _email.get("EMAIL_USE_TLS") or _flag(_query.get("tls")) or None,
+        "use_ssl": _email.get("EMAIL_USE_SSL") or _flag(_query.get("ssl")) or None,
+        "timeout": 10,  # seconds: a mail server that hangs never holds a request for long
     }
     MAILERS = {
         "default": {

@@ -201,9 +201,27 @@ class MemberList(StudyListAPIView[Membership]):
         )
 
 
+def _member_routes() -> list[Any]:
+    from . import api_members as m  # it builds on the views above
+
+    return [
+        path(
+            "studies/<slug:slug>/members/<str:username>/", m.MemberDetail.as_view(), name="api-member-detail"
+        ),
+        path("studies/<slug:slug>/invitations/", m.InvitationList.as_view(), name="api-invitation-list"),
+        path(
+            "studies/<slug:slug>/invitations/<int:pk>/",
+            m.InvitationDetail.as_view(),
+            name="api-invitation-detail",
+        ),
+        path("invitations/accept/", m.AcceptInvitation.as_view(), name="api-invitation-accept"),
+    ]
+
+
 urlpatterns = [
     path("me/", MeView.as_view(), name="api-me"),
     path("studies/", StudyList.as_view(), name="api-study-list"),
     path("studies/<slug:slug>/", StudyDetail.as_view(), name="api-study-detail"),
     path("studies/<slug:slug>/members/", MemberList.as_view(), name="api-member-list"),
+    *_member_routes(),
 ]

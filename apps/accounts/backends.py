@@ -1,4 +1,5 @@
-"""Authentication: Django's ModelBackend, loading the session's user with one hand-written statement.
+"""Authentication: allauth's backend (a username or an e-mail address with the password, on Django's
+ModelBackend), loading the session's user with one hand-written statement.
 
 `get_user` runs on every authenticated request; through the ORM it costs about a millisecond of Python
 on the machines Taxonomist is measured on (apps/core/sql.py). The row, the `is_active` rule and the
@@ -14,7 +15,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
-from django.contrib.auth.backends import ModelBackend
+from allauth.account.auth_backends import AuthenticationBackend
 
 from apps.core.sql import Statement, columns, instance, width
 
@@ -50,7 +51,7 @@ WHERE u.id = %(id)s
 _U = width(User)
 
 
-class UserBackend(ModelBackend):
+class UserBackend(AuthenticationBackend):
     def get_user(self, user_id: Any) -> User | None:
         try:
             pk = int(user_id)

@@ -1,8 +1,32 @@
 from __future__ import annotations
 
+from typing import Any
+
+from allauth.account.forms import LoginForm as AllauthLoginForm
 from django import forms
+from django.http import QueryDict
 
 from .models import Role, Study
+
+
+class LoginForm(AllauthLoginForm):
+    """allauth's login form (a username or an e-mail address, and the password) that also takes the field
+    name ``username`` for the login, as Django's form did: scripts and the admin's habits keep working."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        data = kwargs.get("data", args[0] if args else None)
+        if data is not None and "login" not in data and "username" in data:
+            data = data.copy() if isinstance(data, QueryDict) else dict(data)
+            data["login"] = str(data["username"])
+            if "data" in kwargs:
+                kwargs["data"] = data
+            else:
+                args = (data, *args[1:])
+        super().__init__(*args, **kwargs)
+        self.fields["login"].label = "Username or e-mail"
+        self.fields["login"].widget.attrs.update({"autocomplete": "username", "autofocus": True})
+        self.fields["login"].widget.attrs.pop("placeholder", None)
+        self.fields["password"].widget.attrs.pop("placeholder", None)
 
 
 class StudyForm(forms.ModelForm[Study]):
@@ -82,3 +106,50 @@ class DeleteStudyForm(forms.Form):
         if typed != self.slug:
             raise forms.ValidationError(f"Type {self.slug} exactly to delete this study (got {typed!r}).")
         return typed
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class InvitationForm(forms.Form):
+    """A lead's invitation: to an e-mail address (single use), or a link for one person or several."""
+
+    email = forms.EmailField(
+        required=False, help_text="They get the link by e-mail. Leave empty to create a link to hand out."
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+    expires_days = forms.IntegerField(label="Expires after (days)", min_value=1, max_value=365, initial=14)
+    max_uses = forms.IntegerField(
+        label="Uses",
+        required=False,
+        min_value=1,
+        initial=1,
+        help_text="How many people may join through a link; empty: anyone who has it, until it expires.",
+    )
+
+
+class InvitationSignupForm(forms.Form):
+    """A new account, made on an invitation's page."""
+
+    username = forms.CharField(max_length=150, widget=forms.TextInput(attrs={"autocomplete": "username"}))
+    email = forms.EmailField(widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    password1 = forms.CharField(
+        label="Password", widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+    password2 = forms.CharField(
+        label="Password (again)", widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+
+    def __init__(self, *args: Any, fixed_email: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if fixed_email:
+            self.fields["email"].initial = fixed_email
+            self.fields["email"].disabled = True
+            self.fields["email"].help_text = "The address the invitation was sent to."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("password1") and data.get("password1") != data.get("password2"):
+            self.add_error("password2", "The two passwords differ.")
+        return data

@@ -163,3 +163,59 @@ class ApiToken(models.Model):
         raw = "tx_" + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw), **extra)
         return token, raw
+
+
+class InvitationQuerySet(models.QuerySet["Invitation"]):
+    def pending(self) -> InvitationQuerySet:
+        """Invitations that can still be accepted: not revoked, not expired, not used up."""
+        return self.filter(revoked_at__isnull=True, expires_at__gt=timezone.now()).filter(
+            Q(max_uses__isnull=True) | Q(uses__lt=models.F("max_uses"))
+        )
+
+
+class Invitation(models.Model):
+    """An invitation to join a study with a role: sent to an e-mail address, or a link a lead hands out.
+
+    Only the SHA-256 of its token is stored (`hash_token`); the raw token is in the link, shown once or
+    e-mailed. `max_uses` None means any number of people until it expires; a single-use link has 1."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    email = models.EmailField(blank=True, help_text="Empty for a link the lead hands out.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    max_uses = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(uses__lte=models.F("max_uses")),
+                name="invitation_uses_within_max",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(max_uses__gte=1), name="invitation_max_uses_positive"
+            ),
+        ]
+        indexes = [models.Index(fields=["study", "revoked_at", "expires_at"], name="invitation_pending")]
+
+    def __str__(self) -> str:
+        return f"{self.role} in {self.study} for {self.email or 'a link'}"
+
+    @property
+    def status(self) -> str:
+        """pending, revoked, expired or used (up)."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        if self.max_uses is not None and self.uses >= self.max_uses:
+            return "used"
+        return "pending"

@@ -106,7 +106,8 @@ def record_success(username: str, address: str) -> None:
 
 
 def limit_login_attempts(view: View) -> View:
-    """Wrap a login view (Django's LoginView, the admin's login): refuse a POST with 429 while a block is
+    """Wrap a login view (allauth's, whose field is ``login``: a username or an address; the admin's,
+    ``username``): refuse a POST with 429 while a block is
     in force; count a POST that re-renders the form (200: wrong credentials) as a failure and one that
     redirects (success) as a success. GET passes through untouched. While the cache is unreachable
     (Redis down) attempts are neither limited nor counted (logged as a warning): people can still log in."""
@@ -115,7 +116,7 @@ def limit_login_attempts(view: View) -> View:
     def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponseBase:
         if request.method != "POST":
             return view(request, *args, **kwargs)
-        username = str(request.POST.get("username", ""))
+        username = str(request.POST.get("login") or request.POST.get("username") or "")
         address = client_address(request)
         try:
             block = check(username, address)
@@ -139,16 +140,16 @@ def limit_login_attempts(view: View) -> View:
 
 def refused(request: HttpRequest, block: Block) -> HttpResponse:
     """The 429 page: the login form again, with the reason, and a Retry-After header."""
-    from django.contrib.auth.forms import AuthenticationForm
     from django.shortcuts import render
 
-    form = AuthenticationForm(request, data={"username": request.POST.get("username", "")})
-    form.errors.clear()
-    form.add_error(None, block.message)
+    from .forms import LoginForm
+
+    login = request.POST.get("login") or request.POST.get("username") or ""
+    form = LoginForm(request=request, initial={"login": login})
     response = render(
         request,
-        "accounts/login.html",
-        {"form": form, "next": request.POST.get("next", ""), "rate_limited": True},
+        "account/login.html",
+        {"form": form, "next": request.POST.get("next", ""), "rate_limited": block.message},
         status=429,
     )
     response["Retry-After"] = str(block.retry_after)

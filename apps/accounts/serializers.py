@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .models import Membership, Role, Study
+from .models import Invitation, Membership, Role, Study
 
 
 class StudySerializer(serializers.ModelSerializer[Study]):
@@ -85,3 +85,65 @@ class AddMemberSerializer(serializers.Serializer[Any]):
         max_length=256,
         help_text="Only to create a new account; checked by the password validators.",
     )
+
+
+class MemberRoleSerializer(serializers.Serializer[Any]):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class RemovalSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices, help_text="The role they had.")
+    released = serializers.IntegerField(help_text="Their open assignments, returned to the pool.")
+
+
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
+    created_by = serializers.CharField(
+        source="created_by.username",
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="null: the command line.",
+    )
+    status = serializers.CharField(read_only=True, help_text="pending, revoked, expired or used.")
+
+    class Meta:
+        model = Invitation
+        fields = [
+            "id",
+            "email",
+            "role",
+            "max_uses",
+            "uses",
+            "expires_at",
+            "created_at",
+            "created_by",
+            "status",
+        ]
+
+
+class IssuedInvitationSerializer(InvitationSerializer):
+    link = serializers.CharField(read_only=True, help_text="The invitation's link: shown once, never stored.")
+    mail_error = serializers.CharField(
+        read_only=True, help_text="Why the e-mail could not be sent, or empty."
+    )
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link", "mail_error"]
+
+
+class CreateInvitationSerializer(serializers.Serializer[Any]):
+    email = serializers.EmailField(required=False, allow_blank=True, help_text="Empty: a link to hand out.")
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.ANNOTATOR)
+    expires_days = serializers.IntegerField(min_value=1, max_value=365, default=14)
+    max_uses = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        default=1,
+        help_text="null: any number until it expires.",
+    )
+
+
+class AcceptInvitationSerializer(serializers.Serializer[Any]):
+    token = serializers.CharField(max_length=200, help_text="The token at the end of the invitation's link.")

@@ -1,12 +1,14 @@
 """Creating studies and accounts, and managing who belongs to a study.
 
 `set_member_role` is the one way members are added or change role, for the members page, the API and
-`add_member`; `create_user` the one way accounts are made, with `validate_username`.
+`add_member`; `remove_member` the one way they leave; `create_user` the one way accounts are made, with
+`validate_username`. Invitations are `invitations.py`.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
@@ -15,6 +17,7 @@ from django.dispatch import Signal
 from django.utils.text import slugify
 
 from .models import Membership, Role, Study, User
+from .signals import member_removed
 
 
 class StudyError(ValueError):
@@ -93,7 +96,7 @@ def set_member_role(
             if user is not None
             else None
         )
-        _check_may_set_role(study, actor, username, current, role)
+        check_may_set_role(study, actor, username, current, role)
         if user is None:
             if not password:
                 similar = User.objects.filter(username__iexact=username).values_list("username", flat=True)
@@ -103,7 +106,7 @@ def set_member_role(
         return add_member(study, user, role)
 
 
-def _check_may_set_role(
+def check_may_set_role(
     study: Study, actor: User | None, username: str, current: str | None, role: str
 ) -> None:
     if actor is None:
@@ -279,3 +282,49 @@ def delete_study(study: Study, *, confirm: str, actor: User | None) -> None:
         Study.objects.select_for_update().filter(pk=study.pk).first()
         study_deleting.send(sender=Study, study=study)
         Study.objects.filter(pk=study.pk).delete()
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing a member did: their open assignments returned to the pool (`released`)."""
+
+    username: str
+    role: str
+    released: int
+
+
+def remove_member(study: Study, user: User, *, actor: User | None) -> Removal:
+    """Remove the user from the study. Their submitted labels stay, attributed to them; their open
+    assignments return to the pool (the `member_removed` receivers, in this transaction) for the lead to
+    hand out again (assign the round again: it tops items up to the overlap and rebalances).
+
+    Who may: the command line (`actor` None) and an owner remove anyone; a lead removes annotators only
+    (`MembershipRefused`). The last owner stays (`StudyError`). Locks the study's owner rows, then the
+    member's, so two owners removing each other at once leave one."""
+    with transaction.atomic():
+        list(Membership.objects.select_for_update().filter(study=study, role=Role.OWNER).order_by("pk"))
+        membership = Membership.objects.select_for_update().filter(study=study, user=user).first()
+        if membership is None:
+            raise StudyError(f"{user.username} is not a member of study {study.slug}.")
+        if actor is not None:
+            actor_role = (
+                Membership.objects.filter(study=study, user=actor).values_list("role", flat=True).first()
+            )
+            if actor_role not in (Role.LEAD, Role.OWNER):
+                raise MembershipRefused("Only a lead or an owner of this study can manage its members.")
+            if actor_role == Role.LEAD and membership.role != Role.ANNOTATOR:
+                raise MembershipRefused(
+                    f"Only an owner can remove {user.username}, who is {membership.role}."
+                )
+        if membership.role == Role.OWNER:
+            owners = Membership.objects.filter(study=study, role=Role.OWNER).count()
+            if owners <= 1:
+                raise StudyError(f"{user.username} is the study's only owner; make someone else owner first.")
+        role = membership.role
+        membership.delete()
+        answers = member_removed.send(sender=Study, study=study, user=user)
+        released = 0
+        for _, answer in answers:
+            if isinstance(answer, int):
+                released += answer
+    return Removal(user.username, role, released)

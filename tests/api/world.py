@@ -158,6 +158,11 @@ def add_jobs(world: World) -> World:
     symptom = Dimension.objects.get(codebook__study=study, key="symptom")
     world.extras["proposal"] = propose_category(symptom, "Deadlock", None, "seen twice", world.alice).category
     world.extras["alice_token"] = ApiToken.issue(world.alice, "laptop")[0]
+    from apps.accounts.invitations import create_invitation
+
+    issued = create_invitation(study, role="annotator", actor=None, max_uses=None)  # a link for anyone
+    world.extras["invitation"] = issued.invitation
+    world.extras["invitation_token"] = issued.token
     world.extras["item_link"] = ItemLink.objects.create(
         item=world.items[0], kind="commit", url="https://github.com/a/b/commit/abc1234", provenance="manual"
     )

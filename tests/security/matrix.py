@@ -46,6 +46,15 @@ def extra(name: str, **more: Any) -> Kwargs:
     return lambda w: {"slug": w.study.slug, "pk": w.extras[name].pk, **more}
 
 
+def membership(username: str) -> Kwargs:
+    def kwargs(w: World) -> dict[str, Any]:
+        from apps.accounts.models import Membership
+
+        return {"slug": w.study.slug, "pk": Membership.objects.get(study=w.study, user__username=username).pk}
+
+    return kwargs
+
+
 def category(key: str, **more: Any) -> Kwargs:
     def kwargs(w: World) -> dict[str, Any]:
         from apps.taxonomy.models import Category
@@ -112,6 +121,35 @@ MATRIX: dict[str, Rule] = {
     "accounts:settings": page("lead", "GET", "POST", kwargs=study),  # an empty form: 400, named fields
     "accounts:archive": page("lead", "POST", kwargs=study, post=302),  # leads: 403 (SPECIAL)
     "accounts:delete": page("lead", "POST", kwargs=study, post=400),  # no slug typed; leads: 403 (SPECIAL)
+    "accounts:member-role": page("lead", "POST", kwargs=membership("alice"), post=302),
+    "accounts:member-remove": page("lead", "POST", kwargs=membership("alice"), post=302),
+    "accounts:invitation-create": page("lead", "POST", kwargs=study),
+    "accounts:invitation-revoke": page("lead", "POST", kwargs=extra("invitation"), post=302),
+    # The link is the credential: anyone holding it sees the invitation; POST joins (or makes an account).
+    "accounts:invitation": page(
+        "public", "GET", "POST", kwargs=lambda w: {"token": w.extras["invitation_token"]}
+    ),
+    # --- accounts: django-allauth's pages (config/urls.py "accounts/") --------------------------------
+    "account_login": page("public", "GET", "POST"),  # the same rate-limited view as accounts:login
+    "account_logout": page("public", "GET", "POST", get=OK, post=302),
+    "account_inactive": page("public"),
+    "account_signup": page("public", "GET", "POST", get=OK, post=OK),  # closed unless OPEN_SIGNUP
+    "account_reauthenticate": page("user", "GET", "POST", get=OK),
+    "account_email": page("user", "GET", "POST", get=OK),
+    "account_email_verification_sent": page("public", get=OK),
+    "account_change_password": page("user", "GET", "POST", get=OK),
+    "account_set_password": page("user", "GET", "POST", get=OK),
+    "account_reset_password": page("public", "GET", "POST", get=OK),
+    "account_reset_password_done": page("public", get=OK),
+    "account_reset_password_from_key": page(
+        "public", "GET", "POST", kwargs=lambda w: {"uidb36": "1", "key": "not-a-key"}, get=OK
+    ),
+    "account_reset_password_from_key_done": page("public", get=OK),
+    # An unknown key: the page says so (GET); confirming it (POST) is 404.
+    "account_confirm_email": page(
+        "public", "GET", "POST", kwargs=lambda w: {"key": "not-a-key"}, get=OK, post=404
+    ),
+    "account_confirm_login_code": page("public", "GET", "POST", get=OK),
     # --- corpus -----------------------------------------------------------------------------------
     "corpus:item-list": page("member", kwargs=study),
     "corpus:item-detail": page("member", kwargs=item(0)),
@@ -249,6 +287,12 @@ MATRIX: dict[str, Rule] = {
     "api-me": api("user"),
     "api-study-list": api("user"),
     "api-study-detail": api("member", "GET", "PATCH", "DELETE", kwargs=study, write="lead", post=OK),
+    "api-member-detail": api(
+        "lead", "PATCH", "DELETE", kwargs=lambda w: {"slug": w.study.slug, "username": "alice"}
+    ),
+    "api-invitation-list": api("lead", "GET", "POST", kwargs=study),
+    "api-invitation-detail": api("lead", "DELETE", kwargs=extra("invitation")),
+    "api-invitation-accept": api("user", "POST"),
     "api-member-list": api("lead", "GET", "POST", kwargs=study),
     # --- API: corpus ------------------------------------------------------------------------------
     "api-item-list": api("member", kwargs=study),

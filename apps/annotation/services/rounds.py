@@ -476,3 +476,22 @@ def set_round_kind(study: Study, number: int, kind: str) -> Round:
             round_.kind = kind
             round_.save(update_fields=["kind"])
     return round_
+
+
+def release_open_assignments(study: Study, user: User) -> int:
+    """Return a departing member's open assignments in the study to the pool: they are deleted with their
+    drafts, so each item lacks an annotator until the lead assigns its round again (`assign_round` tops
+    items up to the overlap and rebalances). Submitted work stays, attributed to its author, and so does
+    an assignment sent back for relabelling (its draft holds the labels they had submitted). Returns how
+    many went back. Runs in the caller's transaction (`accounts.services.remove_member`), under the
+    study's row lock like every change to a round's assignments."""
+    lock_study(study)
+    released = list(
+        Assignment.objects.filter(study=study, annotator=user, status=AssignmentStatus.OPEN)
+        .filter(send_backs__isnull=True, blind_record__isnull=True)
+        .values_list("pk", flat=True)
+    )
+    if released:
+        delete_drafts(released)
+        Assignment.objects.filter(pk__in=released).delete()
+    return len(released)
