@@ -151,7 +151,9 @@ class StudyReader:
         )
 
     def _assignments(self) -> QuerySet[Assignment]:
-        assignments = Assignment.objects.filter(study=self.study)
+        # Gold checks are answers scored against the decision, not labels of the dataset: never exported
+        # (docs/quality.md, docs/export.md); the quality report carries them.
+        assignments = Assignment.objects.reliability().filter(study=self.study)
         if not self.include_open:
             assignments = assignments.filter(annotation__submitted_at__isnull=False)
         if self.options.round is not None:
