@@ -51,8 +51,9 @@ from .common import MAX_SECONDS_PER_ITEM, LoadedCodebook
 # items whose review is decided (adjudication's fact, through `decided.reader()`) unless it is a gold check
 # (its item is decided by design: docs/quality.md): for each round, the first one from the
 # `assignment_queue` index (annotator, status, round, position); training rounds come before the others
-# (their pass mark may lock them), then by number; the scan stops at the first round that has one. Shared by labelling's `next_open_assignment` and the submission below; built
-# on first use, once the apps are ready.
+# (their pass mark may lock them), then by number; the scan stops at the first round that has one. Shared
+# by labelling's `next_open_assignment` and the submission below; built on first use, once the apps are
+# ready.
 @cache
 def next_open_id() -> str:
     return f"""

@@ -279,7 +279,6 @@ def _workbench_context(
     selections, memo = _shown_labels(posted, annotation, book)
     dimensions = _dimensions_view(book, user)
     findings = _findings_view(dimensions, selections, book.schema)
-    progress = _progress(user, assignment)
     return study_context(
         study,
         role,
@@ -298,20 +297,23 @@ def _workbench_context(
         meta=_meta_pairs(item),
         memo=memo,
         codebook_version=book.version,
-        progress=progress,
+        progress=_progress(user, assignment),
         errors=[_error_row(e, book.schema) for e in errors or []],
         stale=stale,
         revealed=revealed,
         **discussion,
         suggestion=suggestion,
-        training=assignment.round.kind == RoundKind.TRAINING,
-        feedback=gold.feedback(assignment, book.index)
-        if assignment.round.kind == RoundKind.TRAINING
-        else None,
+        **_training(assignment, book),
         sent_back=_sent_back(assignment, annotation),
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _training(assignment: Assignment, book: services.LoadedCodebook) -> dict[str, Any]:
+    """Whether the item is a training round's, and its feedback once answered (no query otherwise)."""
+    training = assignment.round.kind == RoundKind.TRAINING
+    return {"training": training, "feedback": gold.feedback(assignment, book.index) if training else None}
 
 
 def _sent_back(assignment: Assignment, annotation: Annotation | None) -> SendBack | None:
