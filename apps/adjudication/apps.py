@@ -6,7 +6,7 @@ class AdjudicationConfig(AppConfig):
     label = "adjudication"
 
     def ready(self) -> None:
-        from apps.annotation import decided, outcomes
+        from apps.annotation import decided, gold_answers, outcomes
         from apps.annotation.signals import annotation_submitted
         from apps.raters import gold
         from apps.taxonomy import label_stores
@@ -17,6 +17,7 @@ class AdjudicationConfig(AppConfig):
         decided.provide(readers.DECIDED)
         outcomes.provide(queries.discussion_outcome_data)
         gold.provide(readers.gold_by_item)
+        gold_answers.provide(readers.gold_answers)
         label_stores.register(label_stores.GOLD, readers.GOLD_STORE)
 
         annotation_submitted.connect(

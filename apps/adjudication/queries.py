@@ -116,8 +116,9 @@ def item_labels(
     their merge. With `index` (the study's current codebook) the merged categories are read from it; with
     `complete_only`, an item whose round is not all submitted gets no findings (one query in all).
     """
-    assignments = list(
-        Assignment.objects.filter(item=item)
+    assignments = list(  # gold checks are answers scored against the decision, never consolidated
+        Assignment.objects.reliability()
+        .filter(item=item)
         .select_related("round", "annotator", "annotation")
         .order_by("-round__number", "id")
     )

@@ -5,19 +5,23 @@
   statements of `annotation/services/submit_sql.py` embed; the `Q`s what its ORM reads filter on;
 * to the codebook, the gold labels on its categories (`GOLD_STORE`, a `taxonomy.label_stores.LabelStore`):
   reads here, the one write, `move`, is `services.writes.move_gold_values`;
-* to the model raters, the gold labels a baseline learns from (`gold_by_item`, a `raters.gold.Reader`).
+* to the model raters, the gold labels a baseline learns from (`gold_by_item`, a `raters.gold.Reader`);
+* to annotation, the answers of gold checks (`gold_answers`, an `annotation.gold_answers.Reader`): the
+  current decision's values and rationale, for training feedback, scores and the pass mark.
 
 All are registered in `AdjudicationConfig.ready()`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.db import models
 from django.db.models import F, Q
 
 from apps.annotation.decided import DecidedReader
+from apps.annotation.gold_answers import GoldAnswer
 from apps.taxonomy.label_stores import LabelStore
 from apps.taxonomy.models import Category
 
@@ -67,6 +71,34 @@ def gold_by_item(study_id: int) -> dict[int, dict[str, tuple[str, ...]]]:
         chosen = out.setdefault(item_id, {})
         chosen[dimension] = (*chosen.get(dimension, ()), category)
     return out
+
+
+def gold_answers(item_ids: Collection[int]) -> dict[int, GoldAnswer]:
+    """Each item's current decision as a gold answer (per finding, dimension key → category ids, and the
+    rationale): one query."""
+    rows = (
+        DecisionValue.objects.filter(
+            finding__decision__item_id__in=list(item_ids), finding__decision__is_current=True
+        )
+        .order_by("finding__decision__item_id", "finding__number", "dimension_id", "category_id")
+        .values_list(
+            "finding__decision__item_id",
+            "finding__decision__rationale",
+            "finding__number",
+            "dimension__key",
+            "category_id",
+        )
+    )
+    findings: dict[int, dict[int, dict[str, tuple[int, ...]]]] = {}
+    rationale: dict[int, str] = {}
+    for item_id, why, number, dimension, category in rows:
+        rationale[item_id] = why
+        finding = findings.setdefault(item_id, {}).setdefault(number, {})
+        finding[dimension] = (*finding.get(dimension, ()), category)
+    return {
+        item_id: GoldAnswer(tuple(by_number[n] for n in sorted(by_number)), rationale[item_id])
+        for item_id, by_number in findings.items()
+    }
 
 
 def gold_rows() -> models.QuerySet[DecisionValue]:

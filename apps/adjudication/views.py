@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from apps.accounts.models import Study
 from apps.accounts.permissions import LEAD_ROLES, access_study
-from apps.annotation.models import Assignment, AssignmentStatus, Round
+from apps.annotation.models import Assignment, AssignmentStatus, GoldItem, Round
 from apps.annotation.payload import value_field
 from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
@@ -388,6 +388,7 @@ def item_history(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpRespo
         blocks=_template_blocks(_sheet(index, labels).blocks([]), names, {}),
         labels=labels,
         memos=list(zip(names, [a.memo for a in labels.annotations], strict=True)),
+        gold=GoldItem.objects.filter(item=item).exists(),
     )
     return render(request, "adjudication/history.html", ctx)
 

@@ -164,7 +164,9 @@ def _blind_rows(study: Study, dimension_ids: list[int]) -> IntArray:
     each (one query)."""
     big = BigIntegerField()
     return int_rows(
-        BlindValue.objects.filter(record__round__study=study, dimension_id__in=dimension_ids)
+        BlindValue.objects.filter(
+            record__round__study=study, record__assignment__gold=False, dimension_id__in=dimension_ids
+        )
         .annotate(
             round_=Cast("record__round__number", big),
             item_=Cast("record__item_id", big),
@@ -187,8 +189,10 @@ def _label_rows(study: Study, dimension_ids: list[int], phase: str = DISCUSSED) 
     codebook), kept when their finding is one of those (not a draft's).
     """
     big = BigIntegerField()
-    current = Finding.objects.filter(
-        annotation__assignment__study=study, annotation__submitted_at__isnull=False
+    current = Finding.objects.filter(  # gold checks never count in agreement (docs/quality.md)
+        annotation__assignment__study=study,
+        annotation__submitted_at__isnull=False,
+        annotation__assignment__gold=False,
     )
     if phase == BLIND:  # a revealed round's blind labels are its blind record (`_blind_rows`)
         current = current.filter(annotation__assignment__round__phase=RoundPhase.BLIND)

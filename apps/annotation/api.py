@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import extend_schema
@@ -41,6 +41,7 @@ from .serializers import (
     SubmitResultSerializer,
     SubmitSerializer,
 )
+from .services import gold
 
 
 def annotation_data(annotation: Annotation, book: services.LoadedCodebook) -> dict[str, Any]:
@@ -203,6 +204,15 @@ class RoundReveal(StudyAPIView):
 # --- assignments ------------------------------------------------------------------------------------
 
 
+def _refuse_locked(user: Any, assignment: Assignment) -> None:
+    """403 with the reason while a training round's pass mark locks the assignment's round for its
+    annotator (docs/quality.md), as the workbench refuses it."""
+    try:
+        gold.refuse_if_locked(user, assignment)
+    except gold.TrainingLocked as exc:
+        refuse(exc, status_code=403)
+
+
 def _with_refs(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
     return assignments.select_related("item", "round", "annotator").only(
         "id", "status", "position", "created_at", "submitted_at", "round__number", "item__id", "item__url",
@@ -241,7 +251,9 @@ class MyQueue(StudyListAPIView[Assignment]):
 
     def get_queryset(self) -> QuerySet[Assignment]:
         mine = Assignment.objects.for_annotator(self.user).filter(study=self.study).open()
-        mine = mine.exclude(decided.reader().review_decided("item__"))
+        mine = mine.exclude(
+            Q(gold=False) & decided.reader().review_decided("item__")
+        )  # gold: docs/quality.md
         return _with_refs(mine).annotate(round_number=F("round__number"))
 
 
@@ -256,6 +268,8 @@ class AssignmentDetail(StudyAPIView):
             else Assignment.objects.for_annotator(self.user)
         )
         assignment = get_object_or_404(_with_refs(scope.filter(study=self.study)), pk=pk)
+        if not self.is_lead:
+            _refuse_locked(self.user, assignment)
         return Response(AssignmentSerializer(assignment).data)
 
 
@@ -341,10 +355,14 @@ class AssignmentAnnotation(StudyAPIView):
     )
     def post(self, request: Request, slug: str, pk: int) -> Response:
         assignment = get_object_or_404(
-            Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk
+            Assignment.objects.for_annotator(self.user)
+            .filter(study=self.study)
+            .select_related("round", "study"),
+            pk=pk,
         )
         if (version := guidelines.to_read(self.study, self.user, self.role)) is not None:
             refuse(guidelines.refusal(self.study, version), status_code=status.HTTP_403_FORBIDDEN)
+        _refuse_locked(self.user, assignment)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -415,8 +433,12 @@ class AssignmentRevision(StudyAPIView):
     )
     def post(self, request: Request, slug: str, pk: int) -> Response:
         assignment = get_object_or_404(
-            Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk
+            Assignment.objects.for_annotator(self.user)
+            .filter(study=self.study)
+            .select_related("round", "study"),
+            pk=pk,
         )
+        _refuse_locked(self.user, assignment)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         payload = {"findings": form.validated_data["findings"], "memo": form.validated_data.get("memo", "")}

@@ -36,10 +36,13 @@ class RoundPhase(models.TextChoices):
 class RoundKind(models.TextChoices):
     """What a round's labels are for. A reliability round measures agreement: no model output ever reaches
     its annotators (docs/models.md, "Suggestions"). A labelling round only labels: a lead may switch on a
-    model's suggestions in its workbench, and the annotations made with them are marked assisted."""
+    model's suggestions in its workbench, and the annotations made with them are marked assisted. A training
+    round holds gold checks only (docs/quality.md, "Training rounds"): after each submission its annotator
+    sees the gold answer, and its pass mark, when set, keeps the study's other rounds locked for them."""
 
     RELIABILITY = "reliability", "Reliability"
     LABELLING = "labelling", "Labelling"
+    TRAINING = "training", "Training"
 
 
 class Round(models.Model):
@@ -67,10 +70,22 @@ class Round(models.Model):
         default=RoundKind.RELIABILITY,
         db_default=RoundKind.RELIABILITY,
     )
+    pass_mark = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="A training round's pass mark in percent: until an annotator's score reaches it, the "
+        "study's other rounds stay locked for them (None: no pass mark).",
+    )
 
     class Meta:
         ordering = ["study", "number"]
-        constraints = [models.UniqueConstraint(fields=["study", "number"], name="round_unique_number")]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
+            models.CheckConstraint(
+                condition=Q(pass_mark__isnull=True) | Q(pass_mark__gte=1, pass_mark__lte=100),
+                name="round_pass_mark_percent",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name or f"Round {self.number}"
@@ -124,6 +139,10 @@ class AssignmentQuerySet(models.QuerySet["Assignment"]):
     def submitted(self) -> AssignmentQuerySet:
         return self.filter(status=AssignmentStatus.SUBMITTED)
 
+    def reliability(self) -> AssignmentQuerySet:
+        """Not gold checks: the assignments whose labels are consolidated and count in agreement."""
+        return self.filter(gold=False)
+
 
 class Assignment(models.Model):
     """One item of one round, given to one annotator."""
@@ -136,6 +155,12 @@ class Assignment(models.Model):
     position = models.PositiveIntegerField(default=0, help_text="Order in the annotator's queue.")
     created_at = models.DateTimeField(default=timezone.now)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    gold = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A gold check: the item's decision is the answer. Its labels are recorded, never "
+        "consolidated, and never count in agreement (docs/quality.md).",
+    )
 
     objects = AssignmentQuerySet.as_manager()
 
@@ -154,6 +179,22 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id} → {self.annotator_id} (round {self.round_id})"
+
+
+class GoldItem(models.Model):
+    """A decided item a lead marked as a gold check: its current decision is the answer that gold checks
+    seeded into later rounds, and training rounds, are scored against (docs/quality.md)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="gold_items")
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="gold_item")
+    marked_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    marked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["study", "item"]
+
+    def __str__(self) -> str:
+        return f"Gold check: {self.item_id}"
 
 
 class AnnotationQuerySet(models.QuerySet["Annotation"]):

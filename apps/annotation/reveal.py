@@ -78,7 +78,9 @@ def revealed_items(
     the round is blind. At most `MAX_ITEMS` items; a query per annotation for its labels."""
     if is_blind(round_) or not user.is_authenticated:
         return []
-    mine = Assignment.objects.filter(round=round_, annotator=user, status=AssignmentStatus.SUBMITTED)
+    mine = Assignment.objects.reliability().filter(
+        round=round_, annotator=user, status=AssignmentStatus.SUBMITTED
+    )
     if assignment is not None:
         mine = mine.filter(pk=assignment.pk)
     own = {a.item_id: a for a in mine.select_related("item").order_by("position", "id")[:MAX_ITEMS]}

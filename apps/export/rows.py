@@ -151,7 +151,9 @@ class StudyReader:
         )
 
     def _assignments(self) -> QuerySet[Assignment]:
-        assignments = Assignment.objects.filter(study=self.study)
+        # Gold checks are answers scored against the decision, not labels of the dataset: never exported
+        # (docs/quality.md, docs/export.md); the quality report carries them.
+        assignments = Assignment.objects.reliability().filter(study=self.study)
         if not self.include_open:
             assignments = assignments.filter(annotation__submitted_at__isnull=False)
         if self.options.round is not None:
@@ -294,7 +296,9 @@ class StudyReader:
         number) indexes. Joined to the assignments of an id range instead, PostgreSQL hashes those and
         scans the annotations of every study, for every chunk.
         """
-        assignments = Assignment.objects.filter(study=self.study, item_id__gte=first, item_id__lte=last)
+        assignments = Assignment.objects.reliability().filter(  # never gold checks (`_assignments`)
+            study=self.study, item_id__gte=first, item_id__lte=last
+        )
         if self.options.round is not None:
             assignments = assignments.filter(round__number=self.options.round)
         heads = list(

@@ -6,8 +6,8 @@ record; `apps/agreement/ratings.py`): an annotator's quality is what they chose 
 discussion. The final values are the items' current decisions. A constant number of queries whatever the
 study's size (the ratings' own, the decisions, the timings), plus the item titles the page shows.
 
-Gold checks are not built yet (docs/quality.md): every judgement is a reliability judgement, and the
-report's gold figures are undefined, saying so.
+Gold checks (assignments marked ``gold``) never reach the ratings (agreement leaves them out): their
+judgements are read here from their current labels (a gold check has no discussion) and marked ``gold``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.db.models.functions import Length
 from apps.accounts.models import Study
 from apps.adjudication.readers import current_gold
 from apps.agreement.ratings import BLIND, RatingsError, load_study_ratings
-from apps.annotation.models import Annotation
+from apps.annotation.models import Annotation, LabelValue
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
@@ -75,6 +75,7 @@ def load_report_data(study: Study, *, dimension: str | None = None) -> ReportDat
     dimension_ids = (
         {d.id for d in index.all_dimensions} if dimension is None else {index.dimension(dimension).id}
     )
+    judgements.extend(_gold_judgements(study, index, dimension_ids))
     finals: dict[tuple[int, str], set[str]] = defaultdict(set)
     for item, dimension_id, category in (
         current_gold()
@@ -103,6 +104,28 @@ def load_report_data(study: Study, *, dimension: str | None = None) -> ReportDat
         dimensions=tuple(sorted({j.dimension for j in judgements})),
         rounds=ratings.round_numbers,
     )
+
+
+def _gold_judgements(study: Study, index: CodebookIndex, dimension_ids: set[int]) -> list[Judgement]:
+    """The submitted gold checks' judgements in the dimensions (one query)."""
+    values: dict[tuple[str, int, int, int], set[str]] = defaultdict(set)
+    for annotator, number, item, dimension_id, category in LabelValue.objects.filter(
+        finding__annotation__assignment__study=study,
+        finding__annotation__assignment__gold=True,
+        finding__annotation__submitted_at__isnull=False,
+        dimension_id__in=dimension_ids,
+    ).values_list(
+        "finding__annotation__assignment__annotator__username",
+        "finding__annotation__assignment__round__number",
+        "finding__annotation__assignment__item_id",
+        "dimension_id",
+        "category_id",
+    ):
+        values[annotator, number, item, dimension_id].add(_top(index, -1 if category is None else category))
+    return [
+        Judgement(annotator, number, item, index.dimension(dimension_id).key, frozenset(value), gold=True)
+        for (annotator, number, item, dimension_id), value in values.items()
+    ]
 
 
 def item_titles(item_ids: set[int]) -> dict[int, tuple[str, str]]:

@@ -2,8 +2,9 @@
 
 An annotator's **judgement** is their value for one unit (an item in a round) and one dimension: the set
 of top-level categories over all their findings there, *pending* a value of its own (the rule agreement
-uses, docs/agreement.md). A judgement is a **gold check** when the item was a gold item before its round
-was created; the others are reliability judgements. The **final** value of an item and a dimension is
+uses, docs/agreement.md). A judgement is a **gold check** when it answers a gold check (an item a lead
+marked as one, seeded into the round or given in a training round); the others are reliability
+judgements. The **final** value of an item and a dimension is
 its current decision's set of top-level categories.
 
 Per annotator, dimension and round (and over all rounds, ``round`` None):
@@ -35,7 +36,7 @@ from apps.raters.gold_metrics import wilson_interval
 
 PENDING = "pending"
 ALPHA = 0.05
-NO_GOLD = "no gold check labelled (gold checks are not built yet: docs/quality.md)"
+NO_GOLD = "no gold check answered (a lead seeds gold checks into a round: docs/quality.md)"
 FAST_WORDS_PER_SECOND = 10
 """Reading faster than 600 words a minute is skimming at best: an item labelled faster is flagged."""
 FAST_MIN_WORDS = 100
@@ -331,6 +332,29 @@ def confusions(
         ranked = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         found.extend(Confusion(annotator, dimension, a, b, n) for (a, b), n in ranked)
     return found
+
+
+@dataclass(frozen=True)
+class GoldMiss:
+    annotator: str
+    round: int
+    item: int
+    dimension: str
+    given: str
+    gold: str
+
+
+def gold_misses(
+    judgements: Iterable[Judgement], finals: Mapping[tuple[int, str], frozenset[str]]
+) -> list[GoldMiss]:
+    """Every gold check whose value differs from the gold answer (the item's final value), by annotator,
+    round, item and dimension."""
+    found = [
+        GoldMiss(j.annotator, j.round, j.item, j.dimension, value_name(j.value), value_name(answer))
+        for j in judgements
+        if j.gold and (answer := finals.get((j.item, j.dimension))) is not None and j.value != answer
+    ]
+    return sorted(found, key=lambda m: (m.annotator, m.round, m.item, m.dimension))
 
 
 def too_fast(timings: Iterable[Timing]) -> list[Timing]:

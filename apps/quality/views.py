@@ -16,12 +16,14 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from apps.accounts.models import Study
 from apps.accounts.permissions import access_study
 from apps.agreement.charts import Series, line_chart
 from apps.core.context import study_context
 from apps.core.http import HtmxHttpRequest
 
 from . import report
+from .gold import gold_context
 from .reads import ReportData, ReportError, item_titles, report_rows
 
 PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#be185d", "#4d7c0f")
@@ -59,7 +61,8 @@ def _page_parts(
     judgements = [j for j in data.judgements if round_number is None or j.round == round_number]
     timings = [t for t in data.timings if round_number is None or t.round == round_number]
     fast = report.too_fast(timings)
-    titles = item_titles({t.item for t in fast[:50]})
+    misses = report.gold_misses(judgements, data.finals)
+    titles = item_titles({t.item for t in fast[:50]} | {m.item for m in misses[:100]})
     return {
         "rows": rows,
         "drift_dimension": shown,
@@ -68,22 +71,32 @@ def _page_parts(
         "category_use": [u for u in report.category_use(judgements) if u.tendency],
         "fast": [{"timing": t, "title": titles[t.item][0], "url": titles[t.item][1]} for t in fast[:50]],
         "fast_total": len(fast),
+        "gold_misses": [{"miss": m, "title": titles[m.item][0]} for m in misses[:100]],
+        "gold_misses_total": len(misses),
         "fast_rule": (report.FAST_MIN_WORDS, report.FAST_WORDS_PER_SECOND * 60),
     }
 
 
-@login_required
-@require_GET
-def quality_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    study, role = access_study(request.user, slug, lead=True)
-    ctx = study_context(study, role, "quality", params=request.GET)
+def render_quality(
+    request: HtmxHttpRequest, study: Study, role: str, *, status: int = 200, **extra: Any
+) -> HttpResponse:
+    """The Quality screen for the filters of the request's query string; `extra` joins the context (a
+    refused gold form's message, `gold_error`, with status 422)."""
+    ctx = study_context(study, role, "quality", params=request.GET, **gold_context(study), **extra)
     try:
         round_number, dimension = _filters(request.GET)
         data, rows = report_rows(study, round_number=round_number, dimension=dimension)
     except ReportError as exc:
         return render(request, "quality/quality.html", {**ctx, "error": str(exc)}, status=400)
     ctx.update(_page_parts(data, rows, dimension, round_number), data=data)
-    return render(request, "quality/quality.html", ctx)
+    return render(request, "quality/quality.html", ctx, status=status)
+
+
+@login_required
+@require_GET
+def quality_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    study, role = access_study(request.user, slug, lead=True)
+    return render_quality(request, study, role)
 
 
 @login_required

@@ -73,7 +73,7 @@ def test_gold_checks_are_counted_apart_from_the_reliability_items() -> None:
     assert (rows[None].n_gold, rows[None].gold_accuracy) == (2, 0.5)
     assert (rows[None].n_final, rows[None].final_accuracy) == (1, 1.0)  # item 4 has no decision
     assert rows[1].n_gold == 0 and rows[1].gold_accuracy is None
-    assert rows[1].undefined["gold_accuracy"].startswith("no gold check labelled")
+    assert rows[1].undefined["gold_accuracy"].startswith("no gold check answered")
     assert rows[2].n_final == 0 and "no decided item" in rows[2].undefined["final_accuracy"]
 
 

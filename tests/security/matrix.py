@@ -269,6 +269,10 @@ MATRIX: dict[str, Rule] = {
         "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
     ),
     "quality:csv": page("lead", kwargs=study),
+    "quality:gold-items": page("lead", "POST", kwargs=study, post=422),  # an empty form: refused, named
+    "quality:gold-seed": page("lead", "POST", kwargs=study, post=422),
+    "quality:training": page("lead", "POST", kwargs=study, post=422),
+    "quality:my-work": page("member", kwargs=study),
     "export:paper-figure": page(
         "lead", kwargs=lambda w: {"slug": w.study.slug, "name": "distribution", "fmt": "svg"}, get=OK
     ),  # 400 when the world's study has no decision in the dimension: still no refusal

@@ -89,7 +89,7 @@ FROM "{Assignment._meta.db_table}" a
 LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
 LEFT JOIN "{Finding._meta.db_table}" f ON f.annotation_id = n.id
 LEFT JOIN "{LabelValue._meta.db_table}" v ON v.finding_id = f.id
-WHERE a.item_id = %(item)s AND a.round_id = {round_id} AND {condition}
+WHERE a.item_id = %(item)s AND a.round_id = {round_id} AND NOT a.gold AND {condition}
 """
 
 
@@ -100,6 +100,7 @@ def round_labels_order(offset: int) -> str:
     return f"{offset + 1}, {offset + a_width + n_width + 1}, {offset + a_width + n_width + 2}"
 
 
+# Gold checks (`a.gold`) are never consolidated: left out of both reads (docs/quality.md).
 # What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
 # submission): the study's rule, the item's latest round with its assignments and submitted annotations
 # counted, whether a decision is current, and the item's Review, the overlap recorded for the round (text, or
@@ -119,7 +120,7 @@ WITH r AS (
     FROM "{Assignment._meta.db_table}" a
     JOIN "{Round._meta.db_table}" ro ON ro.id = a.round_id
     LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
-    WHERE a.item_id = %(item)s
+    WHERE a.item_id = %(item)s AND NOT a.gold
     GROUP BY ro.number, a.round_id, ro.params
     ORDER BY ro.number DESC
     LIMIT 1

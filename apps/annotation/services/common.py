@@ -15,7 +15,7 @@ from .. import payload as pl
 from ..completion import MIN_ANNOTATIONS, ready
 from ..decided import decided_q
 from ..label_file import LabelProblem, report
-from ..models import Annotation, Assignment, AssignmentStatus, Round, overlap_of
+from ..models import Annotation, Assignment, AssignmentStatus, Round, RoundKind, overlap_of
 
 MAX_SECONDS_PER_ITEM = 3 * 3600
 MAX_DRAFT_CHARS = 200_000
@@ -146,6 +146,13 @@ ROUND_COMPLETE = "Every annotator of this item has submitted: its labels are fin
 ITEM_DECIDED = "This item is decided: its labels are final and can no longer change."
 
 
+TRAINING_ANSWERED = "You answered this training item: its gold answer is below."
+
+
+def _training(assignment: Assignment) -> bool:
+    return bool(assignment.round.kind == RoundKind.TRAINING)
+
+
 def final_reason(assignment: Assignment) -> str | None:
     """Why the labels of `assignment`'s item in its round can no longer change, or None.
 
@@ -155,7 +162,16 @@ def final_reason(assignment: Assignment) -> str | None:
     way, so an annotator's page, autosave or edit never tells whether the others chose as they did
     (blindness, docs/security.md). It is the rule consolidation waits for, so no item is locked and left
     unconsolidated. Final earlier too when a decision came first (a lead's, or an imported one). One query
-    while `assignment` is open (the round cannot be complete then), two or three after."""
+    while `assignment` is open (the round cannot be complete then), two or three after.
+
+    A gold check (`assignment.gold`) is the exception (docs/quality.md): its item is decided by design, and
+    its labels stay open to the annotator as an ordinary item's would while a co-annotator has not submitted
+    (so nothing tells it apart), except in a training round, where a submitted answer is final (its gold
+    answer is then shown). No query, but for a submitted gold check's round."""
+    if assignment.gold:
+        if assignment.status == AssignmentStatus.SUBMITTED and _training(assignment):
+            return TRAINING_ANSWERED
+        return None
     if assignment.status == AssignmentStatus.SUBMITTED:
         counts = Assignment.objects.filter(
             item_id=assignment.item_id, round_id=assignment.round_id

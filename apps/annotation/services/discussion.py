@@ -139,7 +139,7 @@ def _freeze(round_: Round) -> int:
     book = load_codebook(round_.study)
     annotations = list(
         Annotation.objects.submitted()
-        .filter(assignment__round=round_)
+        .filter(assignment__round=round_, assignment__gold=False)  # gold checks have no blind record
         .select_related("assignment")
         .prefetch_related("findings__values")
     )

@@ -22,6 +22,7 @@ from ..models import (
     Annotation,
     Assignment,
     AssignmentStatus,
+    RoundKind,
 )
 from ..signals import annotation_submitted
 from . import submit_sql
@@ -116,6 +117,8 @@ class SubmitResult:
     # The user's next open assignment in the study when the submission read it (PostgreSQL's short path:
     # the id, 0 for none); None when not read (`next_open_assignment` says).
     next_assignment_id: int | None = None
+    # a training item: its gold answer is shown now, on the same page (docs/quality.md)
+    training: bool = False
 
 
 def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
@@ -235,10 +238,12 @@ def submit_annotation(
         locked.status = AssignmentStatus.SUBMITTED
         locked.submitted_at = locked.submitted_at or now
         locked.save(update_fields=["status", "submitted_at"])
-        annotation_submitted.send(
-            sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
-        )
-    return SubmitResult(annotation, created=created, changed=True)
+        if not locked.gold:  # a gold check's answer is recorded, never consolidated (docs/quality.md)
+            annotation_submitted.send(
+                sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
+            )
+    training = locked.gold and locked.round.kind == RoundKind.TRAINING  # the round read for a gold check only
+    return SubmitResult(annotation, created=created, changed=True, training=training)
 
 
 def _submit_short(

@@ -321,8 +321,10 @@ def assign_round(
         if not items:
             raise RoundError(f"Round {number} has no items yet.")
         position = dict(items)
-        existing = list(
-            Assignment.objects.filter(round=round_).values_list("item_id", "annotator__username", "status")
+        existing = list(  # gold checks seeded into the round are not its sample's: they never move
+            Assignment.objects.reliability()
+            .filter(round=round_)
+            .values_list("item_id", "annotator__username", "status")
         )
         holders: dict[int, set[str]] = defaultdict(set)
         load: dict[str, int] = defaultdict(int)
@@ -374,7 +376,9 @@ def assign_round(
 
 def _rebalance(round_: Round, names: list[str], seed: int) -> int:
     rows = list(
-        Assignment.objects.filter(round=round_).values_list("id", "item_id", "annotator__username", "status")
+        Assignment.objects.reliability()
+        .filter(round=round_)
+        .values_list("id", "item_id", "annotator__username", "status")
     )
     open_pairs = [(item, name) for _, item, name, status in rows if status == AssignmentStatus.OPEN]
     closed = [(item, name) for _, item, name, status in rows if status != AssignmentStatus.OPEN]
@@ -466,12 +470,18 @@ def set_round_kind(study: Study, number: int, kind: str) -> Round:
     """Make the round a reliability round or a labelling round (`RoundKind`). A round that becomes a
     reliability round shows no model suggestion from then on (`annotation/suggestions.may_suggest`); the
     annotations already marked assisted stay marked."""
-    if kind not in RoundKind.values:
-        raise RoundError(f"unknown round kind {kind!r}; valid kinds: {', '.join(RoundKind.values)}")
+    kinds = [k for k in RoundKind.values if k != RoundKind.TRAINING]
+    if kind not in kinds:
+        raise RoundError(
+            f"unknown round kind {kind!r}; valid kinds: {', '.join(kinds)} (a training round is created "
+            "as one: create_training_round)"
+        )
     with transaction.atomic():
         round_ = Round.objects.select_for_update().filter(study=study, number=number).first()
         if round_ is None:
             raise RoundError(f"study {study.slug} has no round {number}")
+        if round_.kind == RoundKind.TRAINING:
+            raise RoundError(f"round {number} is a training round: its kind cannot change")
         if round_.kind != kind:
             round_.kind = kind
             round_.save(update_fields=["kind"])

@@ -36,6 +36,7 @@ def reopen_for_relabelling(
     transaction. AnnotationError when none of them has submitted labels on the item."""
     assignments = list(
         Assignment.objects.select_for_update(of=("self",))
+        .reliability()  # a gold check's answer is never sent back (docs/quality.md)
         .filter(item_id=item_id, status=AssignmentStatus.SUBMITTED, annotator__username__in=list(notes))
         .select_related("annotation", "annotator")
         .order_by("pk")

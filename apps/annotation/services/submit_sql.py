@@ -15,7 +15,8 @@ order: codebook before item, as every writer of both does.
 
 It writes only when, on the rows as locked, the assignment is the user's, of the study and open, the
 codebook row is still the one the labels were checked against (id, version, `updated_at`, name: the index
-cache's key), no annotation of the assignment is submitted and the item is not decided; otherwise it writes
+cache's key), no annotation of the assignment is submitted, the item is not decided and the assignment is
+not a gold check (never consolidated: the ORM path sends no signal for it); otherwise it writes
 nothing and returns no row, and the caller takes the ORM path in the same transaction. The locked rows are
 read as locked: after waiting for a lock, PostgreSQL re-reads the row, so a twin request that submitted
 meanwhile shows as status ``submitted`` and a codebook changed meanwhile by its new version. The rest comes
@@ -42,24 +43,26 @@ from apps.taxonomy.models import Codebook
 
 from .. import payload as pl
 from ..decided import reader as decided
-from ..models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
+from ..models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round, RoundKind
 from .common import MAX_SECONDS_PER_ITEM, LoadedCodebook
 
 
 # The user's next open assignment in the study, by round number then queue position, skipping `after` and
-# items whose review is decided (adjudication's fact, through `decided.reader()`): for each round, the
-# first one from the `assignment_queue` index (annotator, status, round, position); the scan stops at the
-# first round that has one. Shared by labelling's `next_open_assignment` and the submission below; built
-# on first use, once the apps are ready.
+# items whose review is decided (adjudication's fact, through `decided.reader()`) unless it is a gold check
+# (its item is decided by design: docs/quality.md): for each round, the first one from the
+# `assignment_queue` index (annotator, status, round, position); training rounds come before the others
+# (their pass mark may lock them), then by number; the scan stops at the first round that has one. Shared
+# by labelling's `next_open_assignment` and the submission below; built on first use, once the apps are
+# ready.
 @cache
 def next_open_id() -> str:
     return f"""
 SELECT f.first FROM (
-    SELECT r.number, r.id AS round_id, (
+    SELECT r.number, r.id AS round_id, r.kind, (
         SELECT a.id FROM "{Assignment._meta.db_table}" a
         WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
           AND a.id <> %(after)s
-          AND NOT {decided().review_decided_sql("a.item_id")}
+          AND (a.gold OR NOT {decided().review_decided_sql("a.item_id")})
         ORDER BY a.position, a.id
         LIMIT 1
     ) AS first
@@ -67,7 +70,7 @@ SELECT f.first FROM (
     WHERE r.study_id = %(study)s
 ) f
 WHERE f.first IS NOT NULL
-ORDER BY f.number, f.round_id
+ORDER BY f.kind = '{RoundKind.TRAINING.value}' DESC, f.number, f.round_id
 LIMIT 1
 """
 
@@ -78,7 +81,7 @@ def _submit_statement() -> sql.Statement:
         "taxonomist_submit",
         f"""
 WITH l AS (
-    SELECT a.id, a.study_id, a.status, cb.id AS codebook_id, cb.version, cb.updated_at, cb.name,
+    SELECT a.id, a.study_id, a.status, a.gold, cb.id AS codebook_id, cb.version, cb.updated_at, cb.name,
         {decided().review_decided_sql("a.item_id")}
         OR {decided().current_decision_sql("a.item_id")}
             AS decided,
@@ -92,6 +95,7 @@ WITH l AS (
 ), ok AS (
     SELECT l.id FROM l
     WHERE l.study_id = %(study)s AND l.status = %(open)s AND NOT l.decided AND NOT l.submitted_before
+      AND NOT l.gold
       AND l.codebook_id = %(codebook)s AND l.version = %(version)s AND l.updated_at = %(codebook_updated)s
       AND l.name = %(codebook_name)s
 ), an AS (

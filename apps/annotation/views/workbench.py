@@ -13,7 +13,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Exists, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -30,8 +31,8 @@ from apps.corpus.services import ensure_rendered
 from .. import decided, services, suggestions
 from .. import payload as pl
 from ..forms import WorkbenchForm
-from ..models import Annotation, Assignment, AssignmentStatus, RoundPhase, SendBack
-from ..services import send_back
+from ..models import Annotation, Assignment, AssignmentStatus, Round, RoundKind, RoundPhase, SendBack
+from ..services import gold, send_back
 from .common import guidelines_first, request_user
 from .discussion import discussion_context, readable
 from .options import options_html
@@ -52,7 +53,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     per_round: list[dict[str, Any]] = [
         dict(row)
-        for row in mine.values("round__number", "round__name", "round__phase")
+        for row in mine.values("round__number", "round__name", "round__phase", "round__kind")
         # columns of the `assignment_progress` index only (the study's filter aside): see _workbench_context
         .annotate(total=Count("round"), done=Count("status", filter=Q(status=AssignmentStatus.SUBMITTED)))
         .order_by("round__number")
@@ -61,11 +62,14 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
         row["phase_label"] = RoundPhase(row["round__phase"]).label
     rows = mine.select_related("item", "round").order_by("round__number", "position", "id")
-    open_rows = list(rows.open().exclude(decided.reader().review_decided("item__"))[:QUEUE_SIZE])
+    # a gold check's item is decided by design: it stays in the queue like any other (docs/quality.md)
+    decided_item = Q(gold=False) & decided.reader().review_decided("item__")
+    open_rows = list(rows.open().exclude(decided_item)[:QUEUE_SIZE])
     ctx = study_context(
         study,
         role,
         "queue",
+        locked=gold.training_lock(request_user(request), study),
         per_round=per_round,
         open=open_rows,
         sent_back=send_back.sent_back_ids([a.pk for a in open_rows]),
@@ -93,13 +97,33 @@ def next_item(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- The workbench -----------------------------------------------------------------------------------
 
 
+def _pass_mark_rounds(request: HtmxHttpRequest, study: Study) -> Any:
+    """The study's training rounds with a pass mark that give the user items (a queryset, not read)."""
+    return Round.objects.filter(
+        study=study,
+        kind=RoundKind.TRAINING,
+        pass_mark__isnull=False,
+        assignments__annotator=request_user(request),
+    )
+
+
 def _own_assignment(request: HtmxHttpRequest, study: Study, pk: int) -> Assignment:
-    return get_object_or_404(
+    """The user's assignment in the study (404 for anyone else's), refused with 403 while a training
+    round's pass mark keeps the study's real rounds locked for them (`gold.training_lock`). Whether a
+    training round with a pass mark concerns the user at all is read in the same query."""
+    training = _pass_mark_rounds(request, study)
+    assignment = get_object_or_404(
         Assignment.objects.for_annotator(request.user)
         .filter(study=study)
-        .select_related("item", "round", "annotation"),
+        .select_related("item", "round", "annotation")
+        .annotate(in_training=Exists(training)),
         pk=pk,
     )
+    if getattr(assignment, "in_training", False) and assignment.round.kind != RoundKind.TRAINING:
+        reason = gold.training_lock(request_user(request), study)
+        if reason is not None:
+            raise PermissionDenied(reason)
+    return assignment
 
 
 def _annotation_of(assignment: Assignment) -> Annotation | None:
@@ -259,7 +283,6 @@ def _workbench_context(
     selections, memo = _shown_labels(posted, annotation, book)
     dimensions = _dimensions_view(book, user)
     findings = _findings_view(dimensions, selections, book.schema)
-    progress = _progress(user, assignment)
     return study_context(
         study,
         role,
@@ -278,16 +301,23 @@ def _workbench_context(
         meta=_meta_pairs(item),
         memo=memo,
         codebook_version=book.version,
-        progress=progress,
+        progress=_progress(user, assignment),
         errors=[_error_row(e, book.schema) for e in errors or []],
         stale=stale,
         revealed=revealed,
         **discussion,
         suggestion=suggestion,
+        **_training(assignment, book),
         sent_back=_sent_back(assignment, annotation),
         propose_url=_propose_url(study),
         opened_at=int(timezone.now().timestamp()),
     )
+
+
+def _training(assignment: Assignment, book: services.LoadedCodebook) -> dict[str, Any]:
+    """Whether the item is a training round's, and its feedback once answered (no query otherwise)."""
+    training = assignment.round.kind == RoundKind.TRAINING
+    return {"training": training, "feedback": gold.feedback(assignment, book.index) if training else None}
 
 
 def _sent_back(assignment: Assignment, annotation: Annotation | None) -> SendBack | None:
@@ -391,6 +421,20 @@ def _meta_pairs(item: Item) -> list[tuple[str, str]]:
     return pairs[:8]
 
 
+def _refuse_locked(request: HtmxHttpRequest, study: Study, pk: int) -> None:
+    """403 (PermissionDenied with the reason) for an assignment of a real round while a training round's
+    pass mark locks the study's real rounds for the user (one query when none concerns them)."""
+    training = _pass_mark_rounds(request, study)
+    concerned = (
+        Assignment.objects.for_annotator(request.user)
+        .filter(pk=pk, study=study)
+        .exclude(round__kind=RoundKind.TRAINING)
+        .filter(Exists(training))
+    )
+    if concerned.exists() and (reason := gold.training_lock(request_user(request), study)) is not None:
+        raise PermissionDenied(reason)
+
+
 @login_required
 @require_GET
 def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
@@ -442,6 +486,7 @@ def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     if (first := guidelines_first(request, study, role)) is not None:
         return first
     user = request_user(request)
+    _refuse_locked(request, study, pk)
     form = WorkbenchForm(request.POST)
     data = _posted_payload(request)
 
@@ -494,7 +539,7 @@ def _after_submit(
     """Where a submission leads: the same item when asked, else the next open one, else the queue."""
     if not result.changed:
         messages.info(request, "These labels were already submitted; nothing changed.")
-    if stay:
+    if stay or result.training:  # a training item shows its gold answer after the submission
         return redirect("annotation:workbench", slug=study.slug, pk=reference.pk)
     following = result.next_assignment_id  # read by the submission itself on PostgreSQL's short path
     if following is None:

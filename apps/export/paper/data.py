@@ -95,6 +95,7 @@ def saturation(
     rows = (
         LabelValue.objects.filter(
             finding__annotation__assignment__study=study,
+            finding__annotation__assignment__gold=False,  # gold checks are answers, not labels
             finding__annotation__submitted_at__isnull=False,
             dimension__key=key,
             pending=False,
@@ -245,6 +246,7 @@ def crosstab(
         values = LabelValue.objects.filter(
             finding__annotation__assignment__study=study,
             finding__annotation__assignment__annotator__username=labels,
+            finding__annotation__assignment__gold=False,  # gold checks are answers, not labels
             finding__annotation__submitted_at__isnull=False,
             pending=False,
         )

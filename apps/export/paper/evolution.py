@@ -80,6 +80,8 @@ def rereview_worklist(study: Study) -> list[evolution.WorkItem]:
         evolution.Label(url, annotator, dimension, original or category, version)
         for url, annotator, dimension, category, original, version in LabelValue.objects.filter(
             finding__annotation__assignment__study=study,
+            # a gold check is never sent back: that would withdraw the decision that is its answer
+            finding__annotation__assignment__gold=False,
             finding__annotation__submitted_at__isnull=False,
             pending=False,
         )

@@ -93,7 +93,7 @@ def methods_data(
         .exclude(relevance_reason="")
         .values_list("relevance_reason", flat=True)
     )
-    submitted = Assignment.objects.filter(study=study, annotation__submitted_at__isnull=False)
+    submitted = Assignment.objects.reliability().filter(study=study, annotation__submitted_at__isnull=False)
     per_round = {
         number: (n_items, n_annotators)
         for number, n_items, n_annotators in submitted.values_list("round__number")
