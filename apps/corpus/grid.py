@@ -126,9 +126,10 @@ def filtered(study: Study, filters: dict[str, Any]) -> ItemQuerySet:
     return items
 
 
-def count_upto(items: ItemQuerySet, cap: int = COUNT_CAP) -> int:
-    """How many items match, counting no further than `cap` + 1 (the rest would cost a full scan)."""
-    return items.order_by()[: cap + 1].count()
+def count_upto(items: ItemQuerySet, cap: int | None = None) -> int:
+    """How many items match, counting no further than `cap` (default `COUNT_CAP`) + 1: the rest would cost
+    a scan of every match."""
+    return items.order_by()[: (COUNT_CAP if cap is None else cap) + 1].count()
 
 
 def encode_cursor(value: Any, pk: int) -> str:
