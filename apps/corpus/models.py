@@ -126,9 +126,20 @@ class Item(models.Model):
     screened_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # Denormalised from annotation and adjudication so that the grid sorts and filters on an index of the
     # item alone (docs/performance.md); written only through `services.progress.set_progress`.
-    round_number = models.PositiveIntegerField(default=0, help_text="The item's latest round; 0 for none.")
-    progress = models.CharField(max_length=16, choices=Progress.choices, default=Progress.UNSAMPLED)
-    decision = models.CharField(max_length=16, blank=True, help_text="Provenance of the current decision.")
+    # Defaults in the database too: COPY writers that name only their own columns (the benchmark's
+    # generator, older restores) leave these to it.
+    round_number = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="The item's latest round; 0 for none."
+    )
+    progress = models.CharField(
+        max_length=16,
+        choices=Progress.choices,
+        default=Progress.UNSAMPLED,
+        db_default=Progress.UNSAMPLED.value,
+    )
+    decision = models.CharField(
+        max_length=16, blank=True, default="", db_default="", help_text="Provenance of the current decision."
+    )
 
     objects = ItemQuerySet.as_manager()
 

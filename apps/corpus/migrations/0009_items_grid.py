@@ -57,17 +57,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='item',
             name='decision',
-            field=models.CharField(blank=True, help_text='Provenance of the current decision.', max_length=16),
+            field=models.CharField(blank=True, db_default='', default='', help_text='Provenance of the current decision.', max_length=16),
         ),
         migrations.AddField(
             model_name='item',
             name='progress',
-            field=models.CharField(choices=[('unsampled', 'Not in a round'), ('waiting', 'In a round, not assigned'), ('labelling', 'Being labelled'), ('labelled', 'Labelled'), ('disagreement', 'Disagreement open'), ('decided', 'Decided')], default='unsampled', max_length=16),
+            field=models.CharField(choices=[('unsampled', 'Not in a round'), ('waiting', 'In a round, not assigned'), ('labelling', 'Being labelled'), ('labelled', 'Labelled'), ('disagreement', 'Disagreement open'), ('decided', 'Decided')], db_default='unsampled', default='unsampled', max_length=16),
         ),
         migrations.AddField(
             model_name='item',
             name='round_number',
-            field=models.PositiveIntegerField(default=0, help_text="The item's latest round; 0 for none."),
+            field=models.PositiveIntegerField(db_default=0, default=0, help_text="The item's latest round; 0 for none."),
         ),
         migrations.AddIndex(
             model_name='item',
