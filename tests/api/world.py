@@ -158,7 +158,9 @@ def add_jobs(world: World) -> World:
     symptom = Dimension.objects.get(codebook__study=study, key="symptom")
     world.extras["proposal"] = propose_category(symptom, "Deadlock", None, "seen twice", world.alice).category
     world.extras["alice_token"] = ApiToken.issue(world.alice, "laptop")[0]
-    world.extras["saved_view"] = SavedView.objects.create(user=world.alice, study=study, name="mine", query="q=x")
+    world.extras["saved_view"] = SavedView.objects.create(
+        user=world.alice, study=study, name="mine", query="q=x"
+    )
     world.extras["item_link"] = ItemLink.objects.create(
         item=world.items[0], kind="commit", url="https://github.com/a/b/commit/abc1234", provenance="manual"
     )
