@@ -1,7 +1,7 @@
 """Full-text search over items' title and body: PostgreSQL's text search, SQLite's FTS5.
 
-- PostgreSQL: a GIN index on the expression `TSVECTOR` (migration 0009), queried with
-  `websearch_to_tsquery` (words are all required, "a phrase" in quotes, -word excluded, `or`).
+- PostgreSQL: a stored generated column `search_vector` (`TSVECTOR`) with a GIN index (migration 0009),
+  queried with `websearch_to_tsquery` (words are all required, "a phrase" in quotes, -word excluded, `or`).
 - SQLite: an FTS5 table `corpus_item_fts` with external content (the item table), kept in sync by three
   triggers. A SQLite migration that remakes the item table drops its triggers, so they are not created by
   a migration but ensured after every `migrate` (`ensure_sqlite_fts`, on `post_migrate`), which also
@@ -21,12 +21,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
-# Must stay the expression of the index `item_fts` (migration 0009), or PostgreSQL cannot use it. The body
-# is cut so that no tsvector passes PostgreSQL's 1 MB limit.
-TSVECTOR = (
-    "to_tsvector('english'::regconfig, left(coalesce(\"corpus_item\".\"title\", '') || ' ' || "
-    'coalesce("corpus_item"."body", \'\'), 200000))'
-)
+# What the stored column `search_vector` holds (migration 0009 adds it on PostgreSQL; the model does not
+# declare it). The body is cut so that no tsvector passes PostgreSQL's 1 MB limit.
+TSVECTOR = "to_tsvector('english'::regconfig, left(coalesce(title, '') || ' ' || coalesce(body, ''), 200000))"
 
 SQLITE_FTS = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS corpus_item_fts USING fts5(title, body, content='corpus_item', "
