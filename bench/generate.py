@@ -516,6 +516,10 @@ def generate_study(slug: str, size: int, *, seed: int = 2023, disagreement: floa
                 for table in tables:
                     counts[table.model._meta.model_name] += flush(table)
         _reset_sequences(t.model for t in tables)
+        # The items grid's labelling columns, as the services would have kept them (no signals here).
+        from apps.adjudication.progress import refresh_progress
+
+        refresh_progress(study=study)
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
         # VACUUM too: recreating a study leaves the old one's rows dead in the indexes, and the planner's
         # probes of index ends (get_actual_variable_range) then cost 13 ms of planning per query until

@@ -7,7 +7,7 @@ class AdjudicationConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.annotation import decided, gold_answers, outcomes
-        from apps.annotation.signals import annotation_submitted
+        from apps.annotation.signals import annotation_submitted, items_moved
         from apps.raters import gold
         from apps.taxonomy import label_stores
         from apps.taxonomy.signals import categories_merged, labels_reassigned
@@ -23,5 +23,6 @@ class AdjudicationConfig(AppConfig):
         annotation_submitted.connect(
             receivers.on_annotation_submitted, dispatch_uid="adjudication-consolidate"
         )
+        items_moved.connect(receivers.on_items_moved, dispatch_uid="adjudication-grid-progress")
         categories_merged.connect(receivers.on_categories_merged, dispatch_uid="adjudication-follow-merge")
         labels_reassigned.connect(receivers.on_labels_reassigned, dispatch_uid="adjudication-follow-split")

@@ -16,6 +16,7 @@ from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category
 
 from . import services
+from .progress import refresh_progress
 
 
 def on_annotation_submitted(sender: object, *, annotation: Annotation, item_id: int, **kwargs: Any) -> None:
@@ -29,6 +30,12 @@ def on_annotation_submitted(sender: object, *, annotation: Annotation, item_id: 
         services.consolidate_submission(item_id, index=book)
     else:
         services.consolidate_item(item_id, index=book)
+    refresh_progress([item_id])
+
+
+def on_items_moved(sender: object, *, item_ids: list[int], **kwargs: Any) -> None:
+    """Rounds or assignments of these items changed: the grid's labelling columns follow."""
+    refresh_progress(item_ids)
 
 
 def on_categories_merged(sender: object, *, source: Category, target: Category, **kwargs: Any) -> None:

@@ -23,6 +23,7 @@ urlpatterns = [
     path("rounds/draw/", views.draw, name="draw"),
     path("rounds/assign/", views.assign, name="assign"),
     path("rounds/add/", views.add_items, name="add-items"),
+    path("rounds/add-from-grid/", views.add_from_grid, name="add-from-grid"),
     path("rounds/<int:number>/", views.round_detail, name="round-detail"),
     path("rounds/<int:number>/reassign/<int:pk>/", views.reassign, name="reassign"),
     path("rounds/<int:number>/reveal/", views.reveal, name="reveal"),

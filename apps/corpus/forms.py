@@ -18,7 +18,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from .models import ImportKind, Relevance, Source
+from .models import ImportKind
 from .params import (
     GITLAB_API,
     FileParams,
@@ -489,14 +489,3 @@ IMPORT_FORMS: dict[str, type[ImportForm]] = {
     ImportKind.JIRA: JiraImportForm,
     ImportKind.HYDRATE: HydrateForm,
 }
-
-SOURCE_FILTER_CHOICES = [("", "Any source"), *Source.choices, ("stackexchange", "Stack Exchange")]
-
-
-class ItemFilterForm(forms.Form):
-    """The item list's filters (GET). Invalid values are ignored rather than refused."""
-
-    q = forms.CharField(required=False, label="Title contains", max_length=200)
-    source = forms.ChoiceField(required=False, choices=SOURCE_FILTER_CHOICES)
-    relevance = forms.ChoiceField(required=False, choices=[("", "Any screening"), *Relevance.choices])
-    roundless = forms.BooleanField(required=False, label="Not in any round yet")

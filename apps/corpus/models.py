@@ -11,6 +11,8 @@ from django.utils import timezone
 from apps.accounts.models import Study, User
 from apps.core.models import Job
 
+from .titles import readable_title
+
 
 class Source(models.TextChoices):
     GITHUB = "github", "GitHub"
@@ -32,6 +34,18 @@ class Relevance(models.TextChoices):
     UNSCREENED = "unscreened", "Not screened"
     RELEVANT = "relevant", "Relevant"
     IRRELEVANT = "irrelevant", "Irrelevant"
+
+
+class Progress(models.TextChoices):
+    """Where an item stands in labelling, as the items grid shows and sorts it (kept on the item by
+    `apps.adjudication.progress`, which reads rounds, assignments, reviews and decisions)."""
+
+    UNSAMPLED = "unsampled", "Not in a round"
+    WAITING = "waiting", "In a round, not assigned"
+    LABELLING = "labelling", "Being labelled"
+    LABELLED = "labelled", "Labelled"
+    DISAGREEMENT = "disagreement", "Disagreement open"
+    DECIDED = "decided", "Decided"
 
 
 class ItemQuerySet(models.QuerySet["Item"]):
@@ -110,6 +124,22 @@ class Item(models.Model):
     relevance = models.CharField(max_length=16, choices=Relevance.choices, default=Relevance.UNSCREENED)
     relevance_reason = models.CharField(max_length=500, blank=True)
     screened_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Denormalised from annotation and adjudication so that the grid sorts and filters on an index of the
+    # item alone (docs/performance.md); written only through `services.progress.set_progress`.
+    # Defaults in the database too: COPY writers that name only their own columns (the benchmark's
+    # generator, older restores) leave these to it.
+    round_number = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="The item's latest round; 0 for none."
+    )
+    progress = models.CharField(
+        max_length=16,
+        choices=Progress.choices,
+        default=Progress.UNSAMPLED,
+        db_default=Progress.UNSAMPLED.value,
+    )
+    decision = models.CharField(
+        max_length=16, blank=True, default="", db_default="", help_text="Provenance of the current decision."
+    )
 
     objects = ItemQuerySet.as_manager()
 
@@ -120,14 +150,27 @@ class Item(models.Model):
         ]
         indexes = [
             models.Index(fields=["study", "source", "external_id"], name="item_source_extid"),
-            models.Index(fields=["study", "relevance"], name="item_relevance"),
             models.Index(fields=["study", "rendered_at"], name="item_rendered"),
             # Keyset pages of a study's items: `(study_id, id) > (s, after)` starts exactly at the page.
             models.Index(fields=["study", "id"], name="item_study_keyset"),
+            # The grid's sorts: `(study, column, id) > (s, value, after)` starts exactly at the page, in
+            # either direction; each also serves its column's filter (docs/performance.md).
+            models.Index(fields=["study", "relevance", "id"], name="item_grid_relevance"),
+            models.Index(fields=["study", "title", "id"], name="item_grid_title"),
+            models.Index(fields=["study", "source", "id"], name="item_grid_source"),
+            models.Index(fields=["study", "created_at", "id"], name="item_grid_created"),
+            models.Index(fields=["study", "round_number", "id"], name="item_grid_round"),
+            models.Index(fields=["study", "progress", "id"], name="item_grid_progress"),
+            models.Index(fields=["study", "decision", "id"], name="item_grid_decision"),
         ]
 
     def __str__(self) -> str:
-        return self.title or self.url
+        return self.display_title
+
+    @property
+    def display_title(self) -> str:
+        """The title, or until the text is fetched a readable name from the URL (`owner/repo#N`)."""
+        return self.title or readable_title(self.url)
 
 
 class ItemComment(models.Model):
@@ -269,3 +312,32 @@ class ImportJob(Job):
 
     def __str__(self) -> str:
         return f"Import #{self.pk} ({self.kind}) {self.status}"
+
+
+class SavedViewQuerySet(models.QuerySet["SavedView"]):
+    def of(self, user: User | AnonymousUser, study: Study) -> SavedViewQuerySet:
+        """The user's own saved views in the study (nobody else's)."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(user=user, study=study)
+
+
+class SavedView(models.Model):
+    """A named filter and sort of the items grid, one user's, in one study: the grid's query string."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=2000, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = SavedViewQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "study", "name"], name="savedview_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

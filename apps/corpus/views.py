@@ -1,4 +1,4 @@
-"""Pages of the corpus: the item list and an item, the import page, an import job and its progress.
+"""Pages of the corpus: an item, the import page, an import job and its progress.
 
 Each view loads through `access_study` (404 for non-members, 403 when a lead page is asked of an
 annotator), validates with a form, calls a service and renders the page, or its partial when htmx
@@ -27,71 +27,17 @@ from apps.core.htmx import is_htmx, render_page
 from apps.core.http import HtmxHttpRequest
 from apps.core.jobs import display_status, is_stalled
 
-from .forms import IMPORT_FORMS, ImportForm, ItemFilterForm, allowed_sites
+from .forms import IMPORT_FORMS, ImportForm, allowed_sites
 from .models import ImportJob, ImportKind, Item
 from .screening import PRESETS
 from .services import ensure_rendered, resend_import, restart_import, submit_import
 from .services.links import LinkError, add_manual_link, read_github_link, remove_link
 
-PAGE_SIZE = 50
-COUNT_CAP = 1000  # the item list counts matches up to here, then says "1,000+"
 HISTORY_SIZE = 50
 QUEUE_PATIENCE = timedelta(seconds=30)
 
 
 # --- items -------------------------------------------------------------------------------------------
-
-
-@login_required
-@require_GET
-def item_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    """Items of the study, filtered, in id order, by keyset pages (`after` / `before` an id).
-
-    A page costs the same wherever it is in a 100,000-item study: the page starts on the
-    `item_study_keyset` index exactly where it begins, and the count stops at `COUNT_CAP` (shown as
-    "1,000+"), so neither walks the whole study.
-    """
-    study, role = access_study(request.user, slug)
-    form = ItemFilterForm(request.GET)
-    filters = form.cleaned_data if form.is_valid() else {}
-    items = Item.objects.in_study(study)
-    if filters.get("q"):
-        items = items.filter(title__icontains=filters["q"])
-    if filters.get("source"):
-        items = items.filter(source=filters["source"])
-    if filters.get("relevance"):
-        items = items.filter(relevance=filters["relevance"])
-    if filters.get("roundless"):
-        items = items.filter(round_items__isnull=True)
-    total = items.count_upto(study, COUNT_CAP)
-    page_items = items.only("id", "url", "title", "source", "relevance", "created_at", "tags")
-    after, before = _int_param(request, "after"), _int_param(request, "before")
-    if before is not None:
-        rows = list(page_items.before_id(study, before)[: PAGE_SIZE + 1])
-        has_prev, has_next = len(rows) > PAGE_SIZE, True
-        page = rows[:PAGE_SIZE][::-1]
-    else:
-        rows = list(page_items.after_id(study, after or 0)[: PAGE_SIZE + 1])
-        has_prev, has_next = bool(after), len(rows) > PAGE_SIZE
-        page = rows[:PAGE_SIZE]
-    ctx = study_context(
-        study,
-        role,
-        "items",
-        form=form,
-        items=page,
-        total=min(total, COUNT_CAP),
-        more=total > COUNT_CAP,
-        item_url=reverse("corpus:item-detail", args=[study.slug, 0]).removesuffix("0/"),
-        next_after=page[-1].id if has_next and page else None,
-        prev_before=page[0].id if has_prev and page else None,
-    )
-    return render_page(request, "corpus/item_list.html", ctx, partial="#item-results", target="item-results")
-
-
-def _int_param(request: HtmxHttpRequest, name: str) -> int | None:
-    value = request.GET.get(name, "")
-    return int(value) if value.isdigit() else None
 
 
 @login_required

@@ -20,7 +20,7 @@ from typing import Any
 from apps.accounts.models import ApiToken, Study, User
 from apps.annotation import services as labelling
 from apps.annotation.models import Assignment, Round
-from apps.corpus.models import Item
+from apps.corpus.models import Item, SavedView
 from apps.taxonomy.codebook_spec import codebook_from_data
 from apps.taxonomy.loading import load_codebook
 from tests.factories import ItemFactory, StudyFactory
@@ -163,6 +163,9 @@ def add_jobs(world: World) -> World:
     issued = create_invitation(study, role="annotator", actor=None, max_uses=None)  # a link for anyone
     world.extras["invitation"] = issued.invitation
     world.extras["invitation_token"] = issued.token
+    world.extras["saved_view"] = SavedView.objects.create(
+        user=world.alice, study=study, name="mine", query="q=x"
+    )
     world.extras["item_link"] = ItemLink.objects.create(
         item=world.items[0], kind="commit", url="https://github.com/a/b/commit/abc1234", provenance="manual"
     )

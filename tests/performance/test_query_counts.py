@@ -95,9 +95,14 @@ def test_workbench_runs_a_constant_number_of_queries(
     _count(client, django_assert_num_queries, f"/studies/perf/label/{assignment.pk}/", WORKBENCH)
 
 
-def _deep_item(study: Any) -> int:
-    ids = list(Item.objects.filter(study=study).order_by("id").values_list("id", flat=True))
-    return ids[int(len(ids) * 0.9)]
+def _deep_item(study: Any) -> str:
+    """The grid's cursor of a page 90 % of the way into the study's items by round."""
+    from apps.corpus.grid import encode_cursor
+
+    rows = list(
+        Item.objects.filter(study=study).order_by("round_number", "id").values_list("round_number", "id")
+    )
+    return encode_cursor(*rows[int(len(rows) * 0.9)])
 
 
 def _deep_cursor(study: Any) -> str:
@@ -115,8 +120,12 @@ def _deep_cursor(study: Any) -> str:
     [
         ("study page", "", "STUDY_PAGE"),
         ("item list", "items/", "ITEM_LIST"),
-        ("item list, deep page", "items/?after={deep_item}", "ITEM_LIST"),
-        ("item list, filtered and searched", "items/?source=github&relevance=relevant&q=the", "ITEM_LIST"),
+        ("item list, deep page", "items/?sort=round&after={deep_item}", "ITEM_LIST"),
+        (
+            "item list, filtered and searched",
+            "items/?source=github&screening=relevant&q=the&sort=-round",
+            "ITEM_LIST",
+        ),
         ("disagreement queue", "disagreements/", "QUEUE"),
         ("disagreement queue, deep page", "disagreements/?after={deep_cursor}", "QUEUE"),
         ("agreement dashboard", "agreement/", "DASHBOARD"),
@@ -138,14 +147,14 @@ def test_lead_pages_run_a_constant_number_of_queries(
 NEXT_ITEM = 3
 # A first submission on PostgreSQL: session, user with membership; BEGIN, the locks, every write and the next
 # item in one statement (annotation/services/submit_sql.py), the item's consolidation state with its new
-# Review, COMMIT.
-SUBMIT = 6
+# Review, the items grid's labelling columns of the item (adjudication/progress.py), COMMIT.
+SUBMIT = 7
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
 # savepoints, so that a twin request's insert can be recovered from.
-SUBMIT_ORM = 22
+SUBMIT_ORM = 23
 WORKBENCH = 8  # with the item's fix evidence (its links: one query, corpus/_fix-pane.html)
 STUDY_PAGE = 12
-ITEM_LIST = 4
+ITEM_LIST = 5  # the grid: its page, its count (up to 1,000), the user's saved views
 QUEUE = 11  # with the items short of annotators and what discussion resolved (one query each)
 DASHBOARD = 8  # label aggregates and the confusion matrix from the cache (agreement.freshness)
 CODEBOOK = 5

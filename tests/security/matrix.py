@@ -153,6 +153,11 @@ MATRIX: dict[str, Rule] = {
     # --- corpus -----------------------------------------------------------------------------------
     "corpus:item-list": page("member", kwargs=study),
     "corpus:item-detail": page("member", kwargs=item(0)),
+    "corpus:items-bulk": page("lead", "POST", kwargs=study),
+    "corpus:saved-view-save": page("member", "POST", kwargs=study),
+    "corpus:saved-view-delete": page("own", "POST", kwargs=extra("saved_view"), post=302),
+    "corpus:screen": page("lead", kwargs=study),
+    "corpus:screen-item": page("lead", "POST", kwargs=item(0)),
     "corpus:item-link-add": page("lead", "POST", kwargs=item(0)),
     "corpus:item-link-remove": page(
         "lead",
@@ -223,6 +228,7 @@ MATRIX: dict[str, Rule] = {
     "annotation:draw": page("lead", "POST", kwargs=study),
     "annotation:assign": page("lead", "POST", kwargs=study),
     "annotation:add-items": page("lead", "POST", kwargs=study),
+    "annotation:add-from-grid": page("lead", "POST", kwargs=study),
     "annotation:round-detail": page("lead", kwargs=lambda w: {"slug": w.study.slug, "number": 1}),
     "annotation:reassign": page(
         "lead",

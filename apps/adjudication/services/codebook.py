@@ -12,6 +12,7 @@ from apps.annotation.models import LabelValue
 from apps.taxonomy.models import Category
 
 from ..models import DecisionValue, Review, ReviewState
+from ..progress import refresh_progress
 from .consolidate import consolidate_items
 from .record import AUTOMATIC
 
@@ -52,4 +53,7 @@ def _rerun(item_ids: set[int], **options: Any) -> int:
         Q(state=ReviewState.DISAGREEMENT)
         | Q(item__decisions__is_current=True, item__decisions__provenance__in=list(AUTOMATIC))
     )
-    return consolidate_items(sorted(set(rerun.values_list("item_id", flat=True))), **options)
+    ids = sorted(set(rerun.values_list("item_id", flat=True)))
+    n = consolidate_items(ids, **options)
+    refresh_progress(ids)
+    return n

@@ -15,6 +15,7 @@ from apps.taxonomy.index import CodebookIndex, UnknownDimensionError
 
 from ..consolidation import PENDING, overrides_everyone, same_labels
 from ..models import Decision, Provenance, Review, ReviewState
+from ..progress import refresh_progress
 from ..queries import (
     CLAIM_TTL,
     decision_findings,
@@ -158,6 +159,7 @@ def decide(
             save_review(
                 review, ReviewState.DECIDED, list(review.disagreeing_dimensions or []), labels.round_id
             )
+        refresh_progress([item.pk])
     return decision
 
 

@@ -18,6 +18,7 @@ from apps.taxonomy.tree import LabelError
 
 from ..consolidation import overrides_everyone, same_labels
 from ..models import Decision, Provenance, Review, ReviewState
+from ..progress import refresh_progress
 from ..queries import (
     decision_findings,
     item_labels,
@@ -89,6 +90,7 @@ def import_decisions(
             created += outcome in ("created", "replaced")
             replaced += outcome == "replaced"
             unchanged += outcome == "unchanged"
+        refresh_progress([plan.item.pk for plan in plans])
     return ImportedDecisions(items=len(plans), created=created, replaced=replaced, unchanged=unchanged)
 
 

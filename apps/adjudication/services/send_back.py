@@ -21,6 +21,7 @@ from apps.annotation.services.send_back import reopen_for_relabelling
 from apps.corpus.models import Item
 
 from ..models import Decision
+from ..progress import refresh_progress
 from .consolidate import consolidate_item
 from .writes import withdraw
 
@@ -38,4 +39,5 @@ def send_back(
         if current is not None:
             withdraw(current)
         consolidate_item(locked.pk, index=book.index)
+        refresh_progress([locked.pk])
     return sent

@@ -26,7 +26,7 @@ from ..models import (
     RoundItem,
     SampleMethod,
 )
-from ..signals import annotation_submitted
+from ..signals import annotation_submitted, items_moved
 from ..writes import ImportedLabels, replace_imported_labels
 from .common import (
     ImportLabelsError,
@@ -505,6 +505,7 @@ def _apply_import(
         annotation_submitted.send(
             sender=Annotation, annotation=annotation, item_id=annotation.assignment.item_id
         )
+    items_moved.send(sender=Annotation, item_ids=list(item_ids))
 
 
 def _beyond_overlap(

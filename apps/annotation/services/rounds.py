@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership, Study, User
 from apps.corpus.models import Item, ItemQuerySet, Relevance
+from apps.corpus.services.grid_writes import ScreeningError, screen
 
 from ..models import (
     Annotation,
@@ -27,6 +28,7 @@ from ..models import (
     SampleMethod,
 )
 from ..sampling import SamplingError, assign_balanced, draw_sample, rebalance_open
+from ..signals import items_moved
 from ..writes import delete_drafts
 from .common import RoundError, lock_study
 
@@ -148,6 +150,7 @@ def draw_round(
         RoundItem.objects.bulk_create(
             [RoundItem(round=round_, item_id=item_id, position=i) for i, item_id in enumerate(chosen)]
         )
+        items_moved.send(sender=Round, item_ids=list(chosen))
     return SampleResult(round_, len(chosen), len(population), True)
 
 
@@ -210,6 +213,7 @@ def add_items_to_round(
             )  # fmt: skip
             round_.params = params
             round_.save(update_fields=["params"])
+            items_moved.send(sender=Round, item_ids=new)
     return AddResult(round_, len(new), len(present), len(irrelevant), created)
 
 
@@ -236,16 +240,12 @@ def screen_items(
     out of later samples. Returns how many items changed."""
     if relevance not in Relevance.values:
         raise RoundError(f"Unknown relevance {relevance!r}; choose one of {', '.join(Relevance.values)}.")
-    reason = reason.strip()
-    if relevance == Relevance.IRRELEVANT and not reason:
-        raise RoundError("Say why the item is irrelevant: the reason is reported with the sample.")
     ids = list(item_ids)
-    with transaction.atomic():
-        return Item.objects.filter(study=study, pk__in=ids).update(
-            relevance=relevance,
-            relevance_reason=reason if relevance != Relevance.UNSCREENED else "",
-            screened_by=actor if relevance != Relevance.UNSCREENED else None,
-        )
+    try:
+        with transaction.atomic():
+            return screen(Item.objects.filter(study=study, pk__in=ids), relevance, reason=reason, actor=actor)
+    except ScreeningError as exc:
+        raise RoundError(str(exc)) from exc
 
 
 # --- Assignment ---------------------------------------------------------------------------------------
@@ -371,6 +371,7 @@ def assign_round(
         round_.params = {**round_.params, "assignment": {"annotators": sorted(by_name), "overlap": k}}
         round_.save(update_fields=["params"])
         loads, open_loads = round_loads(round_)
+        items_moved.send(sender=Round, item_ids=[item_id for item_id, _ in new_pairs])
     return AssignResult(round_, len(new_pairs), moved, loads, open_loads)
 
 

@@ -2,6 +2,7 @@
 
 from .causes import causes
 from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
+from .grid import add_from_grid
 from .guidelines import acknowledge, guidelines_page, guidelines_version
 from .rounds import add_items, assign, draw, reassign, round_detail, round_kind, rounds, screen, screening
 from .threads import cause, comment, inbox, thread
@@ -9,6 +10,7 @@ from .workbench import next_item, queue, save_draft, submit, workbench
 
 __all__ = [
     "acknowledge",
+    "add_from_grid",
     "add_items",
     "assign",
     "cause",

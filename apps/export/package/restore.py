@@ -44,6 +44,7 @@ from django.db import transaction
 
 from apps.accounts.models import Membership, Study, User
 from apps.accounts.services import new_slug_problem
+from apps.adjudication.progress import refresh_progress
 from apps.annotation.services.package import FILE as DISCUSSION
 from apps.annotation.services.package import restore_discussion, usernames
 from apps.raters.package import ANSWERS_FILE, RATERS_FILE, PlannedAnswer, check_models, restore_models
@@ -199,6 +200,7 @@ def import_study(
             )
             write_decisions(target, decisions, written.sources)
             restore_discussion(study, discussion or {}, item_ids, user_map)
+            refresh_progress(study=study)
             n_model_answers = restore_models(study, model_raters, model_answers, item_ids, round_ids)
             say("Bringing the review state of undecided items up to date…")
             undecided_reviews(target, written.undecided)
