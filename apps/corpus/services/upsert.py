@@ -17,6 +17,10 @@ How a batch is written (one transaction, a constant number of statements, never 
    changed ones;
 4. one DELETE of the changed items' comments and one INSERT (COPY) of the comments.
 
+The new and changed items and their comments are rendered to sanitized HTML before they are written
+(`render.BodyRenderer`: a process pool for big batches) and stored with it, in the same statements:
+an import ends with every item readable, and no second pass writes the rendered column.
+
 On PostgreSQL, outside a surrounding transaction, batches are written by a background thread on
 its own connection while the caller's thread parses the next batch (psycopg2 releases the GIL
 while the server works), and the caller's connection stays free for progress writes. With
@@ -45,8 +49,10 @@ from apps.core.jobs import MAX_ERRORS, JobProgress
 
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord, LinkRecord
+from ..rendering import RenderJob
 from . import pg
 from .links import store_links
+from .render import BodyRenderer
 
 BATCH_SIZE = 1000
 # A slow source (GitHub: a request or two per issue) still shows its items within seconds.
@@ -77,6 +83,7 @@ UPDATE_FIELDS = [
 ]
 
 Batch = dict[str, tuple[ItemRecord, str]]
+Rendered = pg.Rendered
 
 
 @dataclass
@@ -206,6 +213,7 @@ def upsert_records(
     max_batch_seconds: float = MAX_BATCH_SECONDS,
     atomic: bool = False,
     background: bool | None = None,
+    render: bool = True,
 ) -> ImportCounts:
     """Create or update the study's items from `records`; return the counts.
 
@@ -224,55 +232,62 @@ def upsert_records(
     - `job`'s counters grow as batches are written; `progress` (the job's reporter) advances per
       record read. Two records with the same URL in one batch: the later one wins.
     - `background`: write on a thread of its own (default: on PostgreSQL when no transaction is open).
+    - `render`: store the items rendered (the default); False stores them with `rendered_at` empty,
+      for the render pass (`render_pending`) to render later.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     counts = ImportCounts()
     if background is None:
         background = connection.vendor == "postgresql" and not connection.in_atomic_block
+    renderer = BodyRenderer() if render else None
     writer: _Writer = (
-        _ThreadWriter(study.pk, counts, job, replace_comments, atomic)
+        _ThreadWriter(study.pk, counts, job, replace_comments, atomic, renderer)
         if background
-        else _InlineWriter(study.pk, counts, job, replace_comments, atomic)
+        else _InlineWriter(study.pk, counts, job, replace_comments, atomic, renderer)
     )
     if progress is not None and isinstance(writer, _ThreadWriter):
         # Waiting for the writer (another import into the study holds its lock) is not dying.
         writer.on_wait = progress.save
-    batch: Batch = {}
-    started = time.monotonic()
     try:
-        for record in records:
-            if progress is not None:
-                progress.advance()
-            rule = rules.screen(record) if rules is not None else None
-            if rule is not None:
-                counts.filtered += 1
-                counts.filtered_by[rule] += 1
-                if job is not None:
-                    job.filtered += 1
-                    job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
-                continue
-            problem = unstorable(record)
-            if problem is not None:
-                if atomic:
-                    raise UnstorableRecord(record.url, problem)
-                counts.failed += 1
-                if job is not None:
-                    job.failed += 1
-                    add_error(job, record.url[:200], "url", record.url[:200], problem)
-                continue
-            batch.pop(record.url, None)
-            batch[record.url] = (record, content_hash(record))
-            if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
+        batch: Batch = {}
+        started = time.monotonic()
+        try:
+            for record in records:
+                if progress is not None:
+                    progress.advance()
+                rule = rules.screen(record) if rules is not None else None
+                if rule is not None:
+                    counts.filtered += 1
+                    counts.filtered_by[rule] += 1
+                    if job is not None:
+                        job.filtered += 1
+                        job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
+                    continue
+                problem = unstorable(record)
+                if problem is not None:
+                    if atomic:
+                        raise UnstorableRecord(record.url, problem)
+                    counts.failed += 1
+                    if job is not None:
+                        job.failed += 1
+                        add_error(job, record.url[:200], "url", record.url[:200], problem)
+                    continue
+                batch.pop(record.url, None)
+                batch[record.url] = (record, content_hash(record))
+                if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
+                    writer.write(batch)
+                    batch = {}
+                    started = time.monotonic()
+            if batch:
                 writer.write(batch)
-                batch = {}
-                started = time.monotonic()
-        if batch:
-            writer.write(batch)
-    except BaseException:
-        writer.close(commit=False)
-        raise
-    writer.close(commit=True)
+        except BaseException:
+            writer.close(commit=False)
+            raise
+        writer.close(commit=True)
+    finally:
+        if renderer is not None:
+            renderer.close()
     if progress is not None:
         progress.flush()
     return counts
@@ -285,9 +300,16 @@ class _Writer:
     """Writes batches and keeps the counts; `close` commits (atomic mode) or rolls back."""
 
     def __init__(
-        self, study_id: int, counts: ImportCounts, job: ImportJob | None, replace_comments: bool, atomic: bool
+        self,
+        study_id: int,
+        counts: ImportCounts,
+        job: ImportJob | None,
+        replace_comments: bool,
+        atomic: bool,
+        renderer: BodyRenderer | None,
     ) -> None:
         self.study_id = study_id
+        self.renderer = renderer
         self.counts = counts
         self.job = job
         self.replace_comments = replace_comments
@@ -302,7 +324,9 @@ class _Writer:
 
     def _store(self, batch: Batch) -> None:
         with transaction.atomic():
-            created, updated, unchanged = store_batch(self.study_id, batch, self.replace_comments)
+            created, updated, unchanged = store_batch(
+                self.study_id, batch, self.replace_comments, self.renderer
+            )
         if created and connection.vendor == "postgresql":
             if self._growth is None:
                 self._growth = pg.GrowthWatch(self.study_id)
@@ -435,8 +459,13 @@ class _ThreadWriter(_Writer):
 # --- one batch ------------------------------------------------------------------------------------
 
 
-def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[int, int, int]:
+def store_batch(
+    study_id: int, batch: Batch, replace_comments: bool, renderer: BodyRenderer | None = None
+) -> tuple[int, int, int]:
     """Write one batch in the current transaction; return (created, updated, unchanged).
+
+    With a `renderer`, the items written and their comments are stored rendered (`rendered_at` set);
+    without one, with `rendered_at` empty, for the render pass.
 
     Two imports into one study take turns, batch by batch: on PostgreSQL the study's import lock
     (`pg.lock_study_for_import`), held to the end of the transaction; on SQLite the write lock that
@@ -464,15 +493,19 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     if not (new or changed):
         return 0, 0, unchanged
     now = timezone.now()
+    html = render_records([record for record, _ in (*new, *changed)], renderer)
+    rendered_at = now if renderer is not None else None
     ids: dict[str, int] = {}
     if postgres:
-        copied = pg.copy_new_items(study_id, new, now, stored_raw) if new else {}
+        copied = pg.copy_new_items(study_id, new, now, stored_raw, html, rendered_at) if new else {}
         to_upsert = changed if copied is not None else [*new, *changed]
         ids.update(copied or {})
         if to_upsert:
-            ids.update(pg.upsert_items(study_id, to_upsert, now, UPDATE_FIELDS, stored_raw))
+            ids.update(
+                pg.upsert_items(study_id, to_upsert, now, UPDATE_FIELDS, stored_raw, html, rendered_at)
+            )
     else:
-        ids = _orm_upsert_items(study_id, [*new, *changed], now)
+        ids = _orm_upsert_items(study_id, [*new, *changed], now, html, rendered_at)
     changed_urls = {record.url for record, _ in changed}
     if changed and replace_comments:
         ItemComment.objects.filter(item_id__in=[ids[url] for url in changed_urls]).delete()
@@ -483,10 +516,10 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     ]
     if comments:
         if postgres:
-            pg.copy_comments(comments)
+            pg.copy_comments(comments, html)
         else:
             ItemComment.objects.bulk_create(
-                [row for item_id, record in comments for row in _comment_rows(item_id, record)]
+                [row for item_id, record in comments for row in _comment_rows(item_id, record, html)]
             )
     linked = {ids[record.url]: record.links for record, _ in (*new, *changed) if record.links is not None}
     if linked:
@@ -494,7 +527,25 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     return len(new), len(changed), unchanged
 
 
-def _orm_upsert_items(study_id: int, writes: list[tuple[ItemRecord, str]], now: datetime) -> dict[str, int]:
+def render_records(records: list[ItemRecord], renderer: BodyRenderer | None) -> Rendered:
+    """The HTML of each record's body and comments (an empty mapping without a renderer)."""
+    if renderer is None:
+        return {}
+    jobs: list[RenderJob] = []
+    for record in records:
+        jobs.append((record.body, record.body_format, record.url, record.tags))
+        jobs.extend((c.body, c.body_format, record.url, record.tags) for c in record.comments)
+    done = iter(renderer.render(jobs))
+    return {record.url: (next(done), [next(done) for _ in record.comments]) for record in records}
+
+
+def _orm_upsert_items(
+    study_id: int,
+    writes: list[tuple[ItemRecord, str]],
+    now: datetime,
+    html: Rendered,
+    rendered_at: datetime | None,
+) -> dict[str, int]:
     rows = [
         Item(
             study_id=study_id,
@@ -504,8 +555,8 @@ def _orm_upsert_items(study_id: int, writes: list[tuple[ItemRecord, str]], now: 
             title=record.title[:_TITLE_MAX],
             body=record.body,
             body_format=record.body_format,
-            body_html="",
-            rendered_at=None,
+            body_html=html[record.url][0] if html else "",
+            rendered_at=rendered_at,
             tags=record.tags,
             metadata=record.metadata,
             raw=stored_raw(record),
@@ -523,7 +574,8 @@ def _orm_upsert_items(study_id: int, writes: list[tuple[ItemRecord, str]], now: 
     return {row.url: row.pk for row in rows}
 
 
-def _comment_rows(item_id: int, record: ItemRecord) -> list[ItemComment]:
+def _comment_rows(item_id: int, record: ItemRecord, html: Rendered) -> list[ItemComment]:
+    comments_html = html[record.url][1] if html else [""] * len(record.comments)
     return [
         ItemComment(
             item_id=item_id,
@@ -532,10 +584,13 @@ def _comment_rows(item_id: int, record: ItemRecord) -> list[ItemComment]:
             author=comment.author[:_AUTHOR_MAX],
             body=comment.body,
             body_format=comment.body_format,
+            body_html=comment_html,
             is_answer=comment.is_answer,
             is_accepted=comment.is_accepted,
             score=comment.score,
             created_at=comment.created_at,
         )
-        for position, comment in enumerate(record.comments, start=1)
+        for position, (comment, comment_html) in enumerate(
+            zip(record.comments, comments_html, strict=True), start=1
+        )
     ]
