@@ -58,17 +58,34 @@ class BodyRenderer:
 
     def render(self, jobs: Sequence[rendering.RenderJob]) -> list[str]:
         """The HTML of each job, in order."""
+        return self.submit(jobs)()
+
+    def submit(self, jobs: Sequence[rendering.RenderJob]) -> Callable[[], list[str]]:
+        """Start rendering `jobs` in the pool (a big batch) and return the call that waits for their
+        HTML; a small batch is rendered by that call, in the process (and thread) that makes it."""
         pool = self._pool_for(len(jobs))
         if pool is None:
-            return rendering.render_many(jobs)
+            return lambda: rendering.render_many(jobs)
         chunks = [jobs[start : start + POOL_CHUNK] for start in range(0, len(jobs), POOL_CHUNK)]
         try:
-            return [html for part in pool.map(rendering.render_many, chunks) for html in part]
-        except (AssertionError, OSError, BrokenProcessPool) as exc:  # AssertionError: a daemonic process
-            logger.warning("rendering in this process: the worker pool failed (%r)", exc)
-            self._pool_failed = True
-            self.close()
-            return rendering.render_many(jobs)
+            futures = [pool.submit(rendering.render_many, chunk) for chunk in chunks]
+        except (AssertionError, OSError, RuntimeError, BrokenProcessPool) as exc:
+            self._give_up(exc)  # AssertionError: a daemonic process, which may not have children
+            return lambda: rendering.render_many(jobs)
+
+        def wait() -> list[str]:
+            try:
+                return [html for future in futures for html in future.result()]
+            except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
+                self._give_up(exc)
+                return rendering.render_many(jobs)
+
+        return wait
+
+    def _give_up(self, exc: BaseException) -> None:
+        logger.warning("rendering in this process: the worker pool failed (%r)", exc)
+        self._pool_failed = True
+        self.close()
 
     def _pool_for(self, size: int) -> ProcessPoolExecutor | None:
         if size < POOL_MIN_BODIES or self._pool_failed:
@@ -80,7 +97,7 @@ class BodyRenderer:
     def close(self) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> BodyRenderer:
         return self

@@ -11,15 +11,18 @@ How a batch is written (one transaction, a constant number of statements, never 
 1. read the stored ``(url, content_hash)`` of the batch's URLs;
 2. split the batch into new (URL not in the study), changed (hash differs) and unchanged (same hash,
    or a bare URL for an item that already has content): unchanged records are not written at all;
-3. SQLite: one ``bulk_create(update_conflicts=True, unique_fields=["study", "url"])``, i.e.
-   ``INSERT ... ON CONFLICT (study, url) DO UPDATE ... RETURNING id``; PostgreSQL (`pg.py`): a COPY
-   of the new items (ids drawn from the sequence first) and one ``INSERT ... ON CONFLICT`` for the
-   changed ones;
+3. SQLite (`sqlite.py`): one ``executemany`` INSERT of the new items, one UPDATE of the changed ones,
+   and one SELECT of their ids; PostgreSQL (`pg.py`): a COPY of the new items (ids drawn from the
+   sequence first) and one ``INSERT ... ON CONFLICT`` for the changed ones;
 4. one DELETE of the changed items' comments and one INSERT (COPY) of the comments.
 
 The new and changed items and their comments are rendered to sanitized HTML before they are written
 (`render.BodyRenderer`: a process pool for big batches) and stored with it, in the same statements:
-an import ends with every item readable, and no second pass writes the rendered column.
+an import ends with every item readable, and no second pass writes the rendered column. Rendering
+runs ahead of the writes: when a batch is complete, the records that the stored hashes say will be
+written go to the pool, and the batch is handed to the writer only after the next one is complete,
+so the pool renders while the caller parses and the writer writes. Whatever the transaction's own
+reading finds to write that was not rendered ahead is rendered then.
 
 On PostgreSQL, outside a surrounding transaction, batches are written by a background thread on
 its own connection while the caller's thread parses the next batch (psycopg2 releases the GIL
@@ -50,7 +53,7 @@ from apps.core.jobs import MAX_ERRORS, JobProgress
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord, LinkRecord
 from ..rendering import RenderJob
-from . import pg
+from . import pg, sqlite
 from .links import store_links
 from .render import BodyRenderer
 
@@ -84,6 +87,14 @@ UPDATE_FIELDS = [
 
 Batch = dict[str, tuple[ItemRecord, str]]
 Rendered = pg.Rendered
+
+
+@dataclass(slots=True)
+class _Work:
+    """A batch for the writer, with the HTML being rendered for the records expected to be written."""
+
+    batch: Batch
+    ahead: Callable[[], Rendered] | None = None
 
 
 @dataclass
@@ -228,7 +239,8 @@ def upsert_records(
     - Records are written in batches of `batch_size` (or whatever arrived in `max_batch_seconds`),
       each in one transaction; with `atomic=True`, all batches in one transaction, so an exception
       from `records` (a bad row, a crash) leaves nothing written. Otherwise a crash loses at most
-      the batch in flight, and running the same records again completes the work exactly.
+      the batches in flight (two: one being read, one rendering), and running the same records
+      again completes the work exactly.
     - `job`'s counters grow as batches are written; `progress` (the job's reporter) advances per
       record read. Two records with the same URL in one batch: the later one wins.
     - `background`: write on a thread of its own (default: on PostgreSQL when no transaction is open).
@@ -241,6 +253,11 @@ def upsert_records(
     if background is None:
         background = connection.vendor == "postgresql" and not connection.in_atomic_block
     renderer = BodyRenderer() if render else None
+    # Into a study empty at the start every record is new (or repeats one of this import, rendered
+    # twice at worst): no need to ask what is stored. Asking would also be slow on PostgreSQL: the
+    # writer's transaction holds the rows and the planner statistics of its own ANALYZEs, which this
+    # connection does not see, so it plans for an empty study that its index scans find full.
+    guess = render and Item.objects.filter(study_id=study.pk).exists()
     writer: _Writer = (
         _ThreadWriter(study.pk, counts, job, replace_comments, atomic, renderer)
         if background
@@ -251,6 +268,7 @@ def upsert_records(
         writer.on_wait = progress.save
     try:
         batch: Batch = {}
+        waiting: _Work | None = None  # the previous batch, rendering while this one is read
         started = time.monotonic()
         try:
             for record in records:
@@ -276,12 +294,18 @@ def upsert_records(
                 batch.pop(record.url, None)
                 batch[record.url] = (record, content_hash(record))
                 if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
-                    writer.write(batch)
-                    batch = {}
+                    work = _Work(batch, _render_ahead(study.pk, batch, renderer, guess))
+                    if waiting is not None:
+                        writer.write(waiting)
+                    waiting, batch = work, {}
                     started = time.monotonic()
+            if waiting is not None:
+                writer.write(waiting)
             if batch:
-                writer.write(batch)
+                writer.write(_Work(batch))
         except BaseException:
+            if waiting is not None and not atomic:  # a complete batch: kept, as it was before the lag
+                writer.write(waiting)
             writer.close(commit=False)
             raise
         writer.close(commit=True)
@@ -316,16 +340,16 @@ class _Writer:
         self.atomic = atomic
         self._growth: pg.GrowthWatch | None = None  # created on the writing thread, with its connection
 
-    def write(self, batch: Batch) -> None:
+    def write(self, work: _Work) -> None:
         raise NotImplementedError
 
     def close(self, commit: bool) -> None:
         raise NotImplementedError
 
-    def _store(self, batch: Batch) -> None:
+    def _store(self, work: _Work) -> None:
         with transaction.atomic():
             created, updated, unchanged = store_batch(
-                self.study_id, batch, self.replace_comments, self.renderer
+                self.study_id, work.batch, self.replace_comments, self.renderer, work.ahead
             )
         if created and connection.vendor == "postgresql":
             if self._growth is None:
@@ -352,8 +376,8 @@ class _InlineWriter(_Writer):
         if self._outer is not None:
             self._outer.__enter__()
 
-    def write(self, batch: Batch) -> None:
-        self._store(batch)
+    def write(self, work: _Work) -> None:
+        self._store(work)
 
     def close(self, commit: bool) -> None:
         if self._outer is not None:
@@ -388,11 +412,11 @@ class _ThreadWriter(_Writer):
         self._thread = threading.Thread(target=self._run, name="corpus-upsert", daemon=True)
         self._thread.start()
 
-    def write(self, batch: Batch) -> None:
+    def write(self, work: _Work) -> None:
         self._raise_pending()
         while True:
             try:
-                self._queue.put(batch, timeout=0.5)
+                self._queue.put(work, timeout=0.5)
                 return
             except queue.Full:
                 self._raise_pending()
@@ -460,12 +484,17 @@ class _ThreadWriter(_Writer):
 
 
 def store_batch(
-    study_id: int, batch: Batch, replace_comments: bool, renderer: BodyRenderer | None = None
+    study_id: int,
+    batch: Batch,
+    replace_comments: bool,
+    renderer: BodyRenderer | None = None,
+    ahead: Callable[[], Rendered] | None = None,
 ) -> tuple[int, int, int]:
     """Write one batch in the current transaction; return (created, updated, unchanged).
 
-    With a `renderer`, the items written and their comments are stored rendered (`rendered_at` set);
-    without one, with `rendered_at` empty, for the render pass.
+    With a `renderer`, the items written and their comments are stored rendered (`rendered_at` set):
+    with the HTML `ahead` gives for the records it covers (rendered from the same record objects),
+    rendered now for the others; without one, with `rendered_at` empty, for the render pass.
 
     Two imports into one study take turns, batch by batch: on PostgreSQL the study's import lock
     (`pg.lock_study_for_import`), held to the end of the transaction; on SQLite the write lock that
@@ -493,7 +522,8 @@ def store_batch(
     if not (new or changed):
         return 0, 0, unchanged
     now = timezone.now()
-    html = render_records([record for record, _ in (*new, *changed)], renderer)
+    html = ahead() if ahead is not None and renderer is not None else {}
+    html.update(render_records([r for r, _ in (*new, *changed) if r.url not in html], renderer))
     rendered_at = now if renderer is not None else None
     ids: dict[str, int] = {}
     if postgres:
@@ -505,7 +535,7 @@ def store_batch(
                 pg.upsert_items(study_id, to_upsert, now, UPDATE_FIELDS, stored_raw, html, rendered_at)
             )
     else:
-        ids = _orm_upsert_items(study_id, [*new, *changed], now, html, rendered_at)
+        ids = sqlite.write_items(study_id, new, changed, now, UPDATE_FIELDS, stored_raw, html, rendered_at)
     changed_urls = {record.url for record, _ in changed}
     if changed and replace_comments:
         ItemComment.objects.filter(item_id__in=[ids[url] for url in changed_urls]).delete()
@@ -529,49 +559,46 @@ def store_batch(
 
 def render_records(records: list[ItemRecord], renderer: BodyRenderer | None) -> Rendered:
     """The HTML of each record's body and comments (an empty mapping without a renderer)."""
+    return _submit_render(records, renderer)() if records else {}
+
+
+def _submit_render(records: list[ItemRecord], renderer: BodyRenderer | None) -> Callable[[], Rendered]:
     if renderer is None:
-        return {}
+        return dict
     jobs: list[RenderJob] = []
     for record in records:
         jobs.append((record.body, record.body_format, record.url, record.tags))
         jobs.extend((c.body, c.body_format, record.url, record.tags) for c in record.comments)
-    done = iter(renderer.render(jobs))
-    return {record.url: (next(done), [next(done) for _ in record.comments]) for record in records}
+    wait = renderer.submit(jobs)
+
+    def result() -> Rendered:
+        done = iter(wait())
+        return {record.url: (next(done), [next(done) for _ in record.comments]) for record in records}
+
+    return result
 
 
-def _orm_upsert_items(
-    study_id: int,
-    writes: list[tuple[ItemRecord, str]],
-    now: datetime,
-    html: Rendered,
-    rendered_at: datetime | None,
-) -> dict[str, int]:
-    rows = [
-        Item(
-            study_id=study_id,
-            url=record.url,
-            source=record.source,
-            external_id=record.external_id[:_EXTERNAL_ID_MAX],
-            title=record.title[:_TITLE_MAX],
-            body=record.body,
-            body_format=record.body_format,
-            body_html=html[record.url][0] if html else "",
-            rendered_at=rendered_at,
-            tags=record.tags,
-            metadata=record.metadata,
-            raw=stored_raw(record),
-            content_hash=digest,
-            created_at=record.created_at,
-            imported_at=now,
-            updated_at=now,
-        )
-        for record, digest in writes
+def _render_ahead(
+    study_id: int, batch: Batch, renderer: BodyRenderer | None, guess: bool
+) -> Callable[[], Rendered] | None:
+    """Start rendering the records of `batch` that will be written: all of them, or with `guess`
+    those that the stored hashes say will be (read on the caller's connection, outside the writer's
+    transaction: a guess that `store_batch` corrects)."""
+    if renderer is None:
+        return None
+    if not guess:
+        return _submit_render([record for record, _ in batch.values()], renderer)
+    urls = list(batch)
+    if connection.vendor == "postgresql":
+        stored = pg.stored_hashes(study_id, urls)
+    else:
+        stored = dict(Item.objects.filter(study_id=study_id, url__in=urls).values_list("url", "content_hash"))
+    expected = [
+        record
+        for url, (record, digest) in batch.items()
+        if url not in stored or (stored[url] != digest and not is_bare(record))
     ]
-    # Primary keys come back from the INSERT ... RETURNING (SQLite 3.35+, PostgreSQL).
-    Item.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["study", "url"], update_fields=UPDATE_FIELDS
-    )
-    return {row.url: row.pk for row in rows}
+    return _submit_render(expected, renderer) if expected else None
 
 
 def _comment_rows(item_id: int, record: ItemRecord, html: Rendered) -> list[ItemComment]:
