@@ -116,6 +116,8 @@ class SubmitResult:
     # The user's next open assignment in the study when the submission read it (PostgreSQL's short path:
     # the id, 0 for none); None when not read (`next_open_assignment` says).
     next_assignment_id: int | None = None
+    # The labels as stored (validated, codebook order): what `stored_labels` would read back now.
+    labels: pl.Payload | None = None
 
 
 def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
@@ -197,7 +199,7 @@ def submit_annotation(
             if stored == clean.to_json():
                 if annotation.draft:
                     writes.set_draft(annotation, {})
-                return SubmitResult(annotation, created=False, changed=False)
+                return SubmitResult(annotation, created=False, changed=False, labels=clean)
         created = annotation is None or annotation.submitted_at is None
         spent = _seconds(annotation, seconds_spent, now)
         fields: dict[str, Any] = {
@@ -238,7 +240,7 @@ def submit_annotation(
         annotation_submitted.send(
             sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
         )
-    return SubmitResult(annotation, created=created, changed=True)
+    return SubmitResult(annotation, created=created, changed=True, labels=clean)
 
 
 def _submit_short(
@@ -279,7 +281,11 @@ def _submit_short(
         item_locked=True,
     )
     return SubmitResult(
-        done.annotation, created=True, changed=True, next_assignment_id=done.next_assignment_id or 0
+        done.annotation,
+        created=True,
+        changed=True,
+        next_assignment_id=done.next_assignment_id or 0,
+        labels=clean,
     )
 
 
