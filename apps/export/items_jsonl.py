@@ -14,7 +14,7 @@ owners only, like every export: it holds every annotator's labels.
 Read in chunks of `CHUNK` items by keyset on `(study, id)`, three queries per chunk (the items, their
 label values, their decision values), so memory stays bounded by the chunk and the first bytes leave
 before the last item is read. The whole export runs in one repeatable-read transaction on PostgreSQL
-(a consistent snapshot, as a file export has).
+(a consistent snapshot, as a file export has), unless the caller has a transaction open already.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ Labels = dict[int, dict[tuple[str, int], dict[int, dict[str, Any]]]]
 
 def item_lines(study: Study, index: CodebookIndex | None, *, chunk: int = CHUNK) -> Iterator[str]:
     """The JSON lines of the study's items (module docstring), each ending with a newline."""
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
