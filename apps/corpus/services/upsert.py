@@ -52,10 +52,10 @@ from apps.core.jobs import MAX_ERRORS, JobProgress
 
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord, LinkRecord
-from ..rendering import RenderJob
 from . import pg, sqlite
 from .links import store_links
 from .render import BodyRenderer
+from .render_ahead import is_bare, render_ahead, render_records
 
 BATCH_SIZE = 1000
 # A slow source (GitHub: a request or two per issue) still shows its items within seconds.
@@ -174,14 +174,6 @@ def _isoformat(value: Any) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
-def is_bare(record: ItemRecord) -> bool:
-    """A record that carries only its URL (a line of a URL list, to be hydrated later).
-
-    It creates the item when the URL is new, but never overwrites an item that already has content.
-    """
-    return not (record.title or record.body or record.tags or record.metadata or record.comments)
-
-
 def stored_raw(record: ItemRecord) -> dict[str, Any]:
     """The `raw` to store: the record's, less a `body` cell that is the item's body itself.
 
@@ -294,7 +286,7 @@ def upsert_records(
                 batch.pop(record.url, None)
                 batch[record.url] = (record, content_hash(record))
                 if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
-                    work = _Work(batch, _render_ahead(study.pk, batch, renderer, guess))
+                    work = _Work(batch, render_ahead(study.pk, batch, renderer, guess))
                     if waiting is not None:
                         writer.write(waiting)
                     waiting, batch = work, {}
@@ -555,50 +547,6 @@ def store_batch(
     if linked:
         store_links(linked, now)
     return len(new), len(changed), unchanged
-
-
-def render_records(records: list[ItemRecord], renderer: BodyRenderer | None) -> Rendered:
-    """The HTML of each record's body and comments (an empty mapping without a renderer)."""
-    return _submit_render(records, renderer)() if records else {}
-
-
-def _submit_render(records: list[ItemRecord], renderer: BodyRenderer | None) -> Callable[[], Rendered]:
-    if renderer is None:
-        return dict
-    jobs: list[RenderJob] = []
-    for record in records:
-        jobs.append((record.body, record.body_format, record.url, record.tags))
-        jobs.extend((c.body, c.body_format, record.url, record.tags) for c in record.comments)
-    wait = renderer.submit(jobs)
-
-    def result() -> Rendered:
-        done = iter(wait())
-        return {record.url: (next(done), [next(done) for _ in record.comments]) for record in records}
-
-    return result
-
-
-def _render_ahead(
-    study_id: int, batch: Batch, renderer: BodyRenderer | None, guess: bool
-) -> Callable[[], Rendered] | None:
-    """Start rendering the records of `batch` that will be written: all of them, or with `guess`
-    those that the stored hashes say will be (read on the caller's connection, outside the writer's
-    transaction: a guess that `store_batch` corrects)."""
-    if renderer is None:
-        return None
-    if not guess:
-        return _submit_render([record for record, _ in batch.values()], renderer)
-    urls = list(batch)
-    if connection.vendor == "postgresql":
-        stored = pg.stored_hashes(study_id, urls)
-    else:
-        stored = dict(Item.objects.filter(study_id=study_id, url__in=urls).values_list("url", "content_hash"))
-    expected = [
-        record
-        for url, (record, digest) in batch.items()
-        if url not in stored or (stored[url] != digest and not is_bare(record))
-    ]
-    return _submit_render(expected, renderer) if expected else None
 
 
 def _comment_rows(item_id: int, record: ItemRecord, html: Rendered) -> list[ItemComment]:
