@@ -73,7 +73,7 @@ def measure(tool: str, items: list[dict[str, str]], tmp: Path, args: argparse.Na
                 )
                 print(f"  {TITLES[tool]} skipped: {reason}", file=sys.stderr, flush=True)
                 return {"error": reason}
-            bin_dir = install.ensure(tool, folder)
+            bin_dir = install.ensure(tool, peers_dir)
             if tool == "label-studio":
                 import label_studio_peer as peer
             elif tool == "potato":
