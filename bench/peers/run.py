@@ -66,11 +66,9 @@ def measure(tool: str, items: list[dict[str, str]], tmp: Path, args: argparse.Na
         else:
             import install
 
-            folder = Path(args.dir).resolve()
-            if not args.install and not install.installed(tool, folder):
-                reason = (
-                    f"not installed under {folder} (install with --install or bench/peers/install.py {tool})"
-                )
+            peers_dir = Path(args.dir).resolve()
+            if not args.install and not install.installed(tool, peers_dir):
+                reason = f"not installed under {peers_dir} (--install, or bench/peers/install.py {tool})"
                 print(f"  {TITLES[tool]} skipped: {reason}", file=sys.stderr, flush=True)
                 return {"error": reason}
             bin_dir = install.ensure(tool, peers_dir)
