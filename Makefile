@@ -110,9 +110,10 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: install
 	DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python bench/run_all.py --size $(or $(SIZE),10000) $(BENCH_ARGS)
 
-# Optional, never part of test or CI: Label Studio 1.23 and doccano 1.8.4 from PyPI, each in a virtualenv
-# under PEERS_DIR (about 2 GB), and Taxonomist on PEERS_DATABASE_URL, under the same workload on 127.0.0.1;
-# prints the three side by side (bench/README.md). PEERS_ARGS=... e.g. "--only taxonomist,doccano".
+# Optional, never part of test or CI: Label Studio 1.23, doccano 1.8.4 and Potato 2.12, each in a virtualenv
+# under PEERS_DIR (about 2 GB; a peer not installed there is skipped unless PEERS_ARGS=--install), and
+# Taxonomist on PEERS_DATABASE_URL, under the same workload on 127.0.0.1; prints them side by side
+# (bench/README.md). PEERS_ARGS=... e.g. "--only taxonomist,potato".
 PEERS_SIZE ?= 10000
 PEERS_DIR ?= .peers
 PEERS_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench_peers

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import extend_schema
@@ -354,48 +355,82 @@ class AssignmentAnnotation(StudyAPIView):
         request=SubmitSerializer, responses={201: SubmitResultSerializer, 200: SubmitResultSerializer}
     )
     def post(self, request: Request, slug: str, pk: int) -> Response:
-        assignment = get_object_or_404(
-            Assignment.objects.for_annotator(self.user)
-            .filter(study=self.study)
-            .select_related("round", "study"),
-            pk=pk,
-        )
         if (version := guidelines.to_read(self.study, self.user, self.role)) is not None:
             refuse(guidelines.refusal(self.study, version), status_code=status.HTTP_403_FORBIDDEN)
-        _refuse_locked(self.user, assignment)
+        if gold.training_lock(self.user, self.study) is not None:  # one query; the round only when locked
+            _refuse_locked(
+                self.user,
+                get_object_or_404(
+                    Assignment.objects.for_annotator(self.user)
+                    .filter(study=self.study)
+                    .select_related("round"),
+                    pk=pk,
+                ),
+            )
+        # The service loads the assignment under its lock and refuses another annotator's or another
+        # study's (NotYourAssignment: the 404 of a scoped fetch); a refused body is checked against the
+        # scoped fetch first, so that it too is a 404 for an assignment that is not the caller's.
         form = SubmitSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
+        if not form.is_valid():
+            get_object_or_404(Assignment.objects.for_annotator(self.user).filter(study=self.study), pk=pk)
+            form.is_valid(raise_exception=True)
         data = form.validated_data
-        book = services.load_codebook(self.study)
+        version = data.get("codebook_version")
         payload = {"findings": data["findings"], "memo": data.get("memo", "")}
         try:
             result = services.submit_annotation(
-                assignment,
+                Assignment(pk=pk),
                 payload,
                 self.user,
-                codebook_version=data.get("codebook_version", book.version),
+                codebook_version=services.load_codebook(self.study).version if version is None else version,
                 seconds_spent=data.get("seconds_spent"),
                 study=self.study,
             )
         except services.StaleCodebook as exc:
             raise Refused(str(exc), [str(p) for p in exc.problems], status_code=409) from exc
         except services.AlreadyDecided as exc:
-            if assignment.round.phase == RoundPhase.DISCUSSION:
+            if Round.objects.filter(assignments__pk=pk, phase=RoundPhase.DISCUSSION).exists():
                 raise Conflict(f"{exc} In discussion, POST the revision to .../revision/.") from exc
             raise Conflict(str(exc)) from exc
         except services.InvalidLabels as exc:
             refuse("These labels cannot be saved.", exc.problems)
-        except services.NotYourAssignment as exc:  # fetched through for_annotator: cannot happen
-            refuse(exc, status_code=403)
+        except services.NotYourAssignment as exc:
+            raise Http404(NOT_FOUND_ASSIGNMENT) from exc
         annotation = _annotations(Annotation.objects.for_annotator(self.user), self.study.pk).get(
             pk=result.annotation.pk
         )
-        body = {**annotation_data(annotation, services.load_codebook(self.study)), "created": result.created,
-                "changed": result.changed}  # fmt: skip
         return Response(
-            SubmitResultSerializer(body).data,
+            SubmitResultSerializer(_submitted(annotation, result)).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
+
+
+# get_object_or_404's message for an assignment, which a submission refused by the service repeats.
+NOT_FOUND_ASSIGNMENT = "No Assignment matches the given query."
+
+
+def _submitted(annotation: Annotation, result: services.SubmitResult) -> dict[str, Any]:
+    """`annotation_data` of a submission just stored, its labels from the service (what the store now
+    holds, in the same form) instead of read back: two queries and the codebook load less."""
+    assert result.labels is not None  # every submission returns its labels
+    assignment = annotation.assignment
+    return {
+        "assignment": assignment.pk,
+        "item": assignment.item_id,
+        "round": assignment.round.number,
+        "annotator": assignment.annotator.username,
+        "findings": [
+            {"values": {dim: (v if v == "pending" else list(dict.fromkeys(v))) for dim, v in values.items()}}
+            for values in result.labels.findings
+        ],
+        "memo": annotation.memo,
+        "codebook_version": annotation.codebook_version,
+        "submitted_at": annotation.submitted_at,
+        "updated_at": annotation.updated_at,
+        "seconds_spent": annotation.seconds_spent,
+        "created": result.created,
+        "changed": result.changed,
+    }
 
 
 class AssignmentRevision(StudyAPIView):

@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -58,6 +58,30 @@ class ItemList(StudyListAPIView[Item]):
         if data.get("roundless"):
             items = items.filter(round_items__isnull=True)
         return items
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        assert page is not None  # the view is paginated
+        return self.get_paginated_response([_summary(item) for item in page])
+
+
+_TIMESTAMP = serializers.DateTimeField()
+
+
+def _summary(item: Item) -> dict[str, Any]:
+    """`ItemSummarySerializer(item).data`, built directly: a page of 50 through the serializer's fields
+    cost 2-3 ms, most of a list request (issue 25: a page <= 5 ms)."""
+    created = item.created_at
+    return {
+        "id": item.id,
+        "url": item.url,
+        "title": item.title,
+        "source": item.source,
+        "external_id": item.external_id,
+        "relevance": item.relevance,
+        "created_at": None if created is None else _TIMESTAMP.to_representation(created),
+        "tags": item.tags,
+    }
 
 
 class ItemDetail(StudyAPIView):

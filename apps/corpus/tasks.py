@@ -6,11 +6,9 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from kombu.exceptions import OperationalError
 
 from apps.accounts.models import Study
 from apps.core.jobs import claim_job
-from apps.core.models import JobStatus
 
 from .models import ImportJob
 from .services import render_pending, run_import
@@ -29,15 +27,9 @@ def run_import_task(self: Any, job_id: int) -> None:
     job = claim_job(ImportJob, job_id, task_id=getattr(self.request, "id", None) or "")
     if job is None:
         return
-    # The job ends with the upsert; rendering is a second task right after, so the items count as
-    # imported at once (issue 10: import speed end to end, every item rendered within a minute). Pages
-    # that show a body render it on the spot if the pass has not reached it (`ensure_rendered`).
-    job = run_import(job, render=False)
-    if job.status == JobStatus.SUCCEEDED and job.created + job.updated:
-        try:
-            render_items_task.apply_async((job.study_id,), retry=False)
-        except OperationalError as exc:  # Redis down: pages still render items one by one
-            logger.warning("render pass of study %s not queued (%s); run `render_items`", job.study_id, exc)
+    # The upsert stores every item rendered (issue 25: rendering done when the job ends), so no
+    # render task follows; `render_items_task` remains for items stored unrendered by other paths.
+    run_import(job)
 
 
 @shared_task(acks_late=True, ignore_result=True, name="corpus.render_items")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import FileResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
@@ -18,8 +18,10 @@ from rest_framework.response import Response
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
 from apps.core.api import Conflict, refuse
+from apps.taxonomy.index import CodebookIndex
 
 from . import services
+from .items_jsonl import item_lines
 from .models import ExportJob
 from .serializers import ExportJobSerializer, ExportRequestSerializer
 
@@ -124,7 +126,24 @@ class ExportDownload(StudyAPIView):
         return response
 
 
+class ItemsJsonl(StudyAPIView):
+    """Every item of the study with its submitted labels and its current decision, one JSON object per
+    line, streamed as it is read (leads and owners); `items_jsonl` describes the lines."""
+
+    lead_only = True
+
+    @extend_schema(
+        responses={(200, "application/x-ndjson"): OpenApiTypes.STR}, operation_id="export_items_jsonl"
+    )
+    def get(self, request: Request, slug: str) -> StreamingHttpResponse:
+        lines = item_lines(self.study, CodebookIndex.for_study(self.study))
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="{self.study.slug}-items.jsonl"'
+        return response
+
+
 urlpatterns = [
+    path("studies/<slug:slug>/export/items.jsonl", ItemsJsonl.as_view(), name="api-export-items-jsonl"),
     path("studies/<slug:slug>/exports/", ExportList.as_view(), name="api-export-list"),
     path("studies/<slug:slug>/exports/<int:pk>/", ExportDetail.as_view(), name="api-export-detail"),
     path(

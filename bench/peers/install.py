@@ -4,6 +4,7 @@
 
 - Label Studio 1.23.x (`label-studio>=1.23,<1.24`), on the interpreter running this script (3.12+):
   about 1.5 GB installed.
+- Potato 2.12 (`potato-annotation==2.12.*`), on Python 3.10-3.13 (3.11 first).
 - doccano 1.8.4 with `marshmallow<4` and `numpy<2` (it does not start without them). It pins
   `pandas<2`, which has no wheels for Python 3.12, so it needs a Python 3.8-3.11: the first of
   python3.11, pyenv's 3.11, python3.10, pyenv's 3.10 that runs.
@@ -42,6 +43,16 @@ PEERS = {
         (sys.executable, "python3.12", "python3.13"),
         ((3, 10), (3, 13)),
     ),
+    "potato": Peer(
+        "potato",
+        ("potato-annotation==2.12.*",),
+        (
+            "python3.11",
+            *sorted(glob.glob(f"{HOME}/.pyenv/versions/3.11*/bin/python"), reverse=True),
+            sys.executable,
+        ),
+        ((3, 10), (3, 13)),
+    ),
     "doccano": Peer(
         "doccano",
         ("doccano==1.8.4", "marshmallow<4", "numpy<2"),
@@ -70,6 +81,12 @@ def find_python(peer: Peer) -> str:
                 return candidate
     wanted = f"{low[0]}.{low[1]}-{high[0]}.{high[1]}"
     raise PeerError(f"{peer.name} needs Python {wanted}; none found among {', '.join(peer.pythons)}")
+
+
+def installed(name: str, folder: Path) -> bool:
+    """Whether the peer's virtualenv under `folder` is complete (its `.installed` stamp is current)."""
+    stamp = folder / name / ".installed"
+    return stamp.exists() and stamp.read_text() == "\n".join(PEERS[name].packages)
 
 
 def ensure(name: str, folder: Path) -> Path:

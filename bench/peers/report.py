@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 WIDTH = 22
+RATES = ("import", "export", "package")  # items/s rows; the others are request times
 
 
 def _cell(result: dict[str, Any], metric: str) -> str:
     figure = result.get(metric)
     if figure is None:
         return "n/a"
-    if metric in ("import", "export"):
+    if metric in RATES:
         return f"{figure['rate']:,.0f}/s ({figure['seconds']:.1f} s)"
     return f"{figure['median_ms']:.1f} / {figure['p95_ms']:.1f}"
 
@@ -26,7 +27,7 @@ def ratio(base: dict[str, Any], peer: dict[str, Any], metric: str) -> float | No
     a, b = base.get(metric), peer.get(metric)
     if not a or not b:
         return None
-    if metric in ("import", "export"):
+    if metric in RATES:
         return float(a["rate"] / b["rate"]) if b["rate"] else None
     return float(b["median_ms"] / a["median_ms"]) if a["median_ms"] else None
 
@@ -38,7 +39,8 @@ def table(results: dict[str, dict[str, Any]], *, size: int, annotations: int, re
         ("import", f"import {size:,} items, items/s", "import"),
         ("submit", f"submit {annotations} annotations, median / p95 ms", "submit (median)"),
         ("list", f"list a random page of 50 ({requests}x), median / p95 ms", "list (median)"),
-        ("export", "export all items, items/s", "export"),
+        ("export", "export all items with labels (JSON lines), items/s", "export"),
+        ("package", "export the replication package, items/s", "package"),
     ]
     label = max(len(long) for _, long, _ in rows) + 2
     lines = ["".ljust(label) + "".join(t.rjust(WIDTH) for t in titles)]
@@ -58,7 +60,7 @@ def table(results: dict[str, dict[str, Any]], *, size: int, annotations: int, re
 def notes(results: dict[str, dict[str, Any]]) -> list[str]:
     """How each tool did each step, the sizes of what came back, and why a column is missing."""
     out = []
-    for metric in ("import", "export"):
+    for metric in RATES:
         parts = []
         for title, result in results.items():
             figure = result.get(metric)
@@ -70,5 +72,10 @@ def notes(results: dict[str, dict[str, Any]]) -> list[str]:
     pages = [f"{title} {r['list']['bytes'] / 1024:.0f} KB" for title, r in results.items() if r.get("list")]
     if pages:
         out.append("list: a page's median size: " + ", ".join(pages))
+    out += [
+        f"{title}: {metric}: {note}"
+        for title, r in results.items()
+        for metric, note in r.get("notes", {}).items()
+    ]
     out += [f"{title}: not measured: {r['error']}" for title, r in results.items() if r.get("error")]
     return out

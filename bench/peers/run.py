@@ -38,8 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, PeerError, make_items, write_jsonl
 from report import table
 
-TOOLS = ("taxonomist", "label-studio", "doccano")
-TITLES = {"taxonomist": "Taxonomist", "label-studio": "Label Studio", "doccano": "doccano"}
+TOOLS = ("taxonomist", "label-studio", "doccano", "potato")
+TITLES = {
+    "taxonomist": "Taxonomist",
+    "label-studio": "Label Studio",
+    "doccano": "doccano",
+    "potato": "Potato",
+}
 
 
 def measure(tool: str, items: list[dict[str, str]], tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -61,9 +66,16 @@ def measure(tool: str, items: list[dict[str, str]], tmp: Path, args: argparse.Na
         else:
             import install
 
-            bin_dir = install.ensure(tool, Path(args.dir).resolve())
+            peers_dir = Path(args.dir).resolve()
+            if not args.install and not install.installed(tool, peers_dir):
+                reason = f"not installed under {peers_dir} (--install, or bench/peers/install.py {tool})"
+                print(f"  {TITLES[tool]} skipped: {reason}", file=sys.stderr, flush=True)
+                return {"error": reason}
+            bin_dir = install.ensure(tool, peers_dir)
             if tool == "label-studio":
                 import label_studio_peer as peer
+            elif tool == "potato":
+                import potato_peer as peer  # type: ignore[no-redef]
             else:
                 import doccano_peer as peer  # type: ignore[no-redef]
             result = peer.run(bin_dir, items, folder, args)
@@ -102,6 +114,9 @@ def main() -> None:
         "--only", default=",".join(TOOLS), help=f"comma-separated, some of {', '.join(TOOLS)}"
     )
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    parser.add_argument(
+        "--install", action="store_true", help="install a missing peer from PyPI (else it is skipped, n/a)"
+    )
     args = parser.parse_args()
     tools = [t.strip() for t in args.only.split(",") if t.strip()]
     if unknown := set(tools) - set(TOOLS):

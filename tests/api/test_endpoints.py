@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -9,6 +11,8 @@ from django.test import Client
 
 from apps.accounts.models import Membership, Role
 from apps.annotation.models import Annotation
+from apps.corpus.models import Item
+from apps.corpus.serializers import ItemSummarySerializer
 from apps.taxonomy.models import Category, CategoryStatus
 from tests.api.conftest import as_user, with_token
 from tests.api.world import ALICE_LABELS, World, add_jobs
@@ -43,6 +47,22 @@ def test_items_come_in_keyset_pages_that_cover_every_item_once(world: World) -> 
         seen += [i["id"] for i in page["results"]]
         url = page["next"]
     assert seen == sorted(seen) and len(seen) == len(set(seen)) == 11
+
+
+def test_each_listed_item_is_its_summary_as_the_serializer_gives_it(world: World) -> None:
+    ItemFactory(study=world.study, url="https://github.com/example/ddp/issues/77", created_at=None, tags=[])
+    ItemFactory(
+        study=world.study,
+        url="https://github.com/example/ddp/issues/78",
+        created_at=datetime(2021, 3, 4, 5, 6, 7, 891000, tzinfo=UTC),
+        tags=["bug", "nccl"],
+    )
+
+    page = as_user(world.alice).get(f"/api/v1/studies/{world.study.slug}/items/?page_size=50").json()
+
+    items = Item.objects.in_study(world.study).order_by("id")
+    assert page["results"] == json.loads(json.dumps(ItemSummarySerializer(items, many=True).data))
+    assert page["results"][-1]["created_at"] == "2021-03-04T05:06:07.891000Z"
 
 
 def test_a_forged_cursor_is_a_json_400(world: World) -> None:

@@ -48,7 +48,9 @@ def make_job(study: Study, kind: str = ImportKind.FILE, **params: Any) -> Import
 # --- create / update / unchanged ----------------------------------------------------------------------
 
 
-def test_first_import_creates_every_item_with_its_comments(study: Study, record: RecordMaker) -> None:
+def test_first_import_creates_every_item_with_its_comments_rendered(
+    study: Study, record: RecordMaker
+) -> None:
     counts = upsert_records(study, [record(n, comments=2) for n in range(1, 6)])
 
     assert (counts.created, counts.updated, counts.unchanged) == (5, 0, 0)
@@ -57,11 +59,21 @@ def test_first_import_creates_every_item_with_its_comments(study: Study, record:
     assert item.external_id == "example/repo#3"
     assert item.tags == ["module: ddp"]
     assert item.content_hash == content_hash(record(3, comments=2))
-    assert item.rendered_at is None
-    assert [(c.position, c.body) for c in item.comments.all()] == [
-        (1, "Comment 1 on 3"),
-        (2, "Comment 2 on 3"),
+    assert item.rendered_at is not None and 'class="highlight"' in item.body_html
+    assert [(c.position, c.body, c.body_html) for c in item.comments.all()] == [
+        (1, "Comment 1 on 3", "<p>Comment 1 on 3</p>\n"),
+        (2, "Comment 2 on 3", "<p>Comment 2 on 3</p>\n"),
     ]
+
+
+def test_an_import_told_not_to_render_leaves_the_items_for_the_render_pass(
+    study: Study, record: RecordMaker
+) -> None:
+    upsert_records(study, [record(1, comments=1)], render=False)
+
+    item = Item.objects.get(url=record(1).url)
+    assert item.rendered_at is None and item.body_html == ""
+    assert item.comments.get().body_html == ""
 
 
 def test_importing_the_same_records_again_writes_nothing(study: Study, record: RecordMaker) -> None:
@@ -87,7 +99,7 @@ def test_a_changed_record_updates_its_item_and_replaces_its_comments(
     assert (counts.created, counts.updated, counts.unchanged) == (0, 1, 1)
     item.refresh_from_db()
     assert item.body == "Edited body"
-    assert item.rendered_at is None
+    assert item.body_html == "<p>Edited body</p>\n"
     assert list(item.comments.values_list("position", "body")) == [(1, "Comment 1 on 1")]
 
 
@@ -191,8 +203,9 @@ def test_the_upsert_uses_a_few_queries_per_batch_not_one_per_row(study: Study) -
     with CaptureQueriesContext(connection) as again:
         counts = upsert_records(study, records, batch_size=400)
     assert counts.unchanged == 1200
-    # Per batch: transaction bookkeeping, the study's import lock on PostgreSQL and one SELECT; no write.
-    assert len(again) <= 3 * (4 if connection.vendor == "postgresql" else 3)
+    # Per batch: transaction bookkeeping, the study's import lock on PostgreSQL, one SELECT, and the
+    # SELECT that decides what to render ahead; no write. Once: whether the study had items.
+    assert len(again) <= 1 + 3 * (5 if connection.vendor == "postgresql" else 4)
 
 
 # --- crash and rerun ---------------------------------------------------------------------------------
@@ -259,7 +272,7 @@ def test_a_job_killed_half_way_is_stalled_and_its_restart_completes_it(
 
 def test_render_pending_renders_bodies_and_comments_safely(study: Study, record: RecordMaker) -> None:
     hostile = "Look <script>alert(1)</script> <a href='javascript:alert(2)' onclick='x()'>here</a>"
-    upsert_records(study, [record(1, body=hostile), record(2)])
+    upsert_records(study, [record(1, body=hostile), record(2)], render=False)
     ItemComment.objects.filter(item__url=record(2).url).update(body="**bold** <img src=x onerror=alert(3)>")
 
     assert render_pending(study) == 2
@@ -279,9 +292,9 @@ def test_render_pending_renders_bodies_and_comments_safely(study: Study, record:
 def test_an_item_changed_while_being_rendered_is_left_for_the_next_pass(
     study: Study, record: RecordMaker
 ) -> None:
-    upsert_records(study, [record(1)])
+    upsert_records(study, [record(1)], render=False)
     stale = Item.objects.get(url=record(1).url)
-    upsert_records(study, [record(1, body="The new text")])
+    upsert_records(study, [record(1, body="The new text")], render=False)
 
     services.ensure_rendered(stale)
 

@@ -1,4 +1,5 @@
-"""The import task: the job ends with the upsert, and the render pass follows as a task of its own."""
+"""The import task: the job ends with the upsert, which stores every item rendered; the render task
+renders what other paths stored unrendered."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kombu.exceptions import OperationalError
 
 from apps.accounts.models import Study
 from apps.core.models import JobStatus
 from apps.corpus import services, tasks
 from apps.corpus.models import Item
 from apps.corpus.params import FileParams
+
+from .conftest import make_record
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +30,7 @@ def _job(study: Study, tmp_path: Path, n: int = 12) -> Any:
     return services.create_import_job(study, FileParams(format="jsonl"), upload=path)
 
 
-def test_the_import_job_succeeds_before_rendering_and_the_render_task_follows(
+def test_the_import_job_ends_with_every_item_rendered_and_queues_no_render_task(
     study: Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[tuple[Any, ...]] = []
@@ -39,25 +41,15 @@ def test_the_import_job_succeeds_before_rendering_and_the_render_task_follows(
 
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED and job.created == 12
-    assert Item.objects.in_study(study).unrendered().count() == 12
-    assert sent == [(study.pk,)]
-    tasks.render_items_task.apply(args=(study.pk,))
     assert not Item.objects.in_study(study).unrendered().exists()
     assert "<em>3</em>" in Item.objects.get(url="https://example.org/p/3").body_html
+    assert sent == []
 
 
-def test_without_a_queue_for_the_render_pass_the_import_still_succeeds(
-    study: Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def unavailable(*args: Any, **kwargs: Any) -> None:
-        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+def test_the_render_task_renders_items_stored_unrendered(study: Study) -> None:
+    services.upsert_records(study, [make_record(n, body=f"*{n}*") for n in range(3)], render=False)
 
-    monkeypatch.setattr(tasks.render_items_task, "apply_async", unavailable)
-    job = _job(study, tmp_path)
+    tasks.render_items_task.apply(args=(study.pk,))
 
-    tasks.run_import_task.apply(args=(job.pk,))
-
-    job.refresh_from_db()
-    assert job.status == JobStatus.SUCCEEDED
-    item = services.ensure_rendered(Item.objects.get(url="https://example.org/p/3"))  # what pages do
-    assert "<em>3</em>" in item.body_html
+    assert not Item.objects.in_study(study).unrendered().exists()
+    assert "<em>2</em>" in Item.objects.get(url=make_record(2).url).body_html

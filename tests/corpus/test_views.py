@@ -360,7 +360,7 @@ def test_an_item_not_rendered_yet_is_rendered_when_opened_and_shown_safely(
     client: Client, study: Study, annotator_a: User
 ) -> None:
     hostile = "Hang in `dist.init`\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))"
-    upsert_records(study, [make_record(1, body=hostile, comments=2)])
+    upsert_records(study, [make_record(1, body=hostile, comments=2)], render=False)
     item = Item.objects.get()
     assert item.rendered_at is None
 

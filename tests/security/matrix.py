@@ -345,6 +345,7 @@ MATRIX: dict[str, Rule] = {
     "api-export-list": api("lead", "GET", "POST", kwargs=study),
     "api-export-detail": api("lead", kwargs=extra("export_job")),
     "api-export-download": api("lead", kwargs=extra("done_export")),
+    "api-export-items-jsonl": api("lead", kwargs=study),
     # --- Django admin: its own staff gate ----------------------------------------------------------
     "admin:index": page("staff"),
     "admin:login": page("public", "GET", "POST"),

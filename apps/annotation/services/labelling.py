@@ -119,6 +119,8 @@ class SubmitResult:
     next_assignment_id: int | None = None
     # a training item: its gold answer is shown now, on the same page (docs/quality.md)
     training: bool = False
+    # The labels as stored (validated, codebook order): what `stored_labels` would read back now.
+    labels: pl.Payload | None = None
 
 
 def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
@@ -200,7 +202,7 @@ def submit_annotation(
             if stored == clean.to_json():
                 if annotation.draft:
                     writes.set_draft(annotation, {})
-                return SubmitResult(annotation, created=False, changed=False)
+                return SubmitResult(annotation, created=False, changed=False, labels=clean)
         created = annotation is None or annotation.submitted_at is None
         spent = _seconds(annotation, seconds_spent, now)
         fields: dict[str, Any] = {
@@ -243,7 +245,7 @@ def submit_annotation(
                 sender=Annotation, annotation=annotation, item_id=locked.item_id, index=book.index
             )
     training = locked.gold and locked.round.kind == RoundKind.TRAINING  # the round read for a gold check only
-    return SubmitResult(annotation, created=created, changed=True, training=training)
+    return SubmitResult(annotation, created=created, changed=True, training=training, labels=clean)
 
 
 def _submit_short(
@@ -284,7 +286,11 @@ def _submit_short(
         item_locked=True,
     )
     return SubmitResult(
-        done.annotation, created=True, changed=True, next_assignment_id=done.next_assignment_id or 0
+        done.annotation,
+        created=True,
+        changed=True,
+        next_assignment_id=done.next_assignment_id or 0,
+        labels=clean,
     )
 
 

@@ -22,6 +22,7 @@ from .imports import (
     summarize,
 )
 from .render import ensure_rendered, render_body, render_pending
+from .render_ahead import is_bare
 from .trackers import read_url_list, screening_rules
 from .upsert import (
     BATCH_SIZE,
@@ -29,7 +30,6 @@ from .upsert import (
     UnstorableRecord,
     add_error,
     content_hash,
-    is_bare,
     unstorable,
     upsert_records,
 )

@@ -36,7 +36,7 @@ from apps.core.jobs import (
 from apps.core.models import JobStatus
 
 from ..github import GitHubClient, GitHubError, GitHubResult, TokenRejected
-from ..models import ImportJob
+from ..models import ImportJob, Item
 from ..params import (
     FileParams,
     GitHubQueryParams,
@@ -214,8 +214,8 @@ def run_import(
     Called by the Celery task and, in the foreground, by the import commands (`echo` prints progress).
     Credentials come from the environment (`GITHUB_TOKEN`, `STACKEXCHANGE_KEY`; `environ` overrides
     for tests) and are never written anywhere. `session` and `sleep` are the HTTP boundary, for tests.
-    After the import, the new and changed items are rendered (a second phase of the same job) unless
-    `render` is False (benchmarks time the two phases apart).
+    The upsert stores the items it writes rendered; after it, items of the study still unrendered
+    (stored by a path that did not render) are rendered in a second phase, unless `render` is False.
     """
     env = dict(os.environ if environ is None else environ)
     pause = sleep if sleep is not None else _sleep
@@ -244,7 +244,7 @@ def run_import(
         summary = summarize(job)
         if connection.vendor == "postgresql" and job.created + job.updated >= ANALYZE_AFTER:
             pg.refresh_statistics()
-        if render:
+        if render and Item.objects.in_study(study).unrendered().exists():
             progress.note(f"{summary} Rendering bodies…")
             render_pending(study, progress)
         return summary

@@ -30,6 +30,8 @@ from ..models import Item, ItemComment
 from ..records import ItemRecord
 
 Row = tuple[ItemRecord, str]
+# url -> (the item's HTML, its comments' HTML in thread order), as the upsert renders them.
+Rendered = dict[str, tuple[str, list[str]]]
 
 _EXTERNAL_ID_MAX = Item._meta.get_field("external_id").max_length or 200
 _TITLE_MAX = Item._meta.get_field("title").max_length or 500
@@ -185,15 +187,22 @@ def _copy(model: type[Model], columns: list[str], fixed: dict[str, Any], lines: 
 
 _ITEM_COLUMNS = [
     "id", "study_id", "url", "source", "external_id", "title", "body", "body_format", "tags", "metadata",
-    "raw", "content_hash", "created_at",
+    "raw", "content_hash", "created_at", "body_html",
 ]  # fmt: skip
 
 
 def copy_new_items(
-    study_id: int, rows: list[Row], now: datetime, raw_of: Callable[[ItemRecord], dict[str, Any]]
+    study_id: int,
+    rows: list[Row],
+    now: datetime,
+    raw_of: Callable[[ItemRecord], dict[str, Any]],
+    html: Rendered | None = None,
+    rendered_at: datetime | None = None,
 ) -> dict[str, int] | None:
     """COPY items whose URLs are not in the study yet; return url → id, or None when one of them
-    appeared meanwhile (the caller then upserts the batch instead; nothing of this call is kept)."""
+    appeared meanwhile (the caller then upserts the batch instead; nothing of this call is kept).
+    `html` (url → the item's and its comments' HTML) and `rendered_at` are stored with them; without
+    `html` the items are stored unrendered."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
@@ -216,11 +225,12 @@ def copy_new_items(
                 _json_text(raw_of(record)),
                 digest,
                 _time(record.created_at),
+                copy_escape(html[record.url][0]) if html else "",
             )
         )
         for item_id, (record, digest) in zip(ids, rows, strict=True)
     )
-    fixed = {"body_html": "", "rendered_at": None, "imported_at": now, "updated_at": now}
+    fixed = {"rendered_at": rendered_at if html else None, "imported_at": now, "updated_at": now}
     try:
         with transaction.atomic():
             _copy(Item, _ITEM_COLUMNS, fixed, lines)
@@ -235,16 +245,18 @@ def upsert_items(
     now: datetime,
     update_fields: list[str],
     raw_of: Callable[[ItemRecord], dict[str, Any]],
+    html: Rendered | None = None,
+    rendered_at: datetime | None = None,
 ) -> dict[str, int]:
-    """INSERT ... ON CONFLICT (study, url) DO UPDATE for items that may exist; return url → id."""
+    """INSERT ... ON CONFLICT (study, url) DO UPDATE for items that may exist; return url → id.
+    `html` and `rendered_at` as for :func:`copy_new_items`."""
     from psycopg2.extras import execute_values  # type: ignore[import-untyped]
 
-    per_row = ["url", "source", "external_id", "title", "body", "body_format", "tags", "metadata", "raw",
-               "content_hash", "created_at"]  # fmt: skip
+    per_row = ["url", "source", "external_id", "title", "body", "body_format", "body_html", "tags",
+               "metadata", "raw", "content_hash", "created_at"]  # fmt: skip
     fixed = {
         "study_id": study_id,
-        "body_html": "",
-        "rendered_at": None,
+        "rendered_at": rendered_at if html else None,
         "imported_at": now,
         "updated_at": now,
     }
@@ -274,6 +286,7 @@ def upsert_items(
                 record.title[:_TITLE_MAX].replace("\x00", "\ufffd"),
                 record.body.replace("\x00", "\ufffd"),
                 record.body_format,
+                html[record.url][0] if html else "",
                 json.dumps(record.tags, default=str),
                 json.dumps(record.metadata, default=str).replace("\\u0000", "\\ufffd"),
                 json.dumps(raw_of(record), default=str).replace("\\u0000", "\\ufffd"),
@@ -302,8 +315,9 @@ _COMMENT_COLUMNS = [
 ]  # fmt: skip
 
 
-def copy_comments(comments: list[tuple[int, ItemRecord]]) -> None:
-    """COPY the comments of `(item id, record)` pairs, in thread order (positions from 1)."""
+def copy_comments(comments: list[tuple[int, ItemRecord]], html: Rendered | None = None) -> None:
+    """COPY the comments of `(item id, record)` pairs, in thread order (positions from 1), with their
+    HTML from `html` (url → the item's and its comments' HTML) when given."""
     lines = (
         "\t".join(
             (
@@ -317,9 +331,10 @@ def copy_comments(comments: list[tuple[int, ItemRecord]]) -> None:
                 "t" if comment.is_accepted else "f",
                 "\\N" if comment.score is None else str(comment.score),
                 _time(comment.created_at),
+                copy_escape(html[record.url][1][position - 1]) if html else "",
             )
         )
         for item_id, record in comments
         for position, comment in enumerate(record.comments, start=1)
     )
-    _copy(ItemComment, _COMMENT_COLUMNS, {"body_html": ""}, lines)
+    _copy(ItemComment, [*_COMMENT_COLUMNS, "body_html"], {}, lines)

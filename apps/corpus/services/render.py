@@ -1,13 +1,20 @@
-"""The render pass: untrusted bodies (Markdown, HTML, text) to sanitized HTML, in batches.
+"""Untrusted bodies (Markdown, HTML, text) to sanitized HTML: at import, and the render pass.
 
-The upsert stores raw text with `rendered_at` empty; :func:`render_pending` renders those items and
-their comments after an import (a phase of the same job), and a page that meets an item the pass has
-not reached renders it on the spot (:func:`ensure_rendered`), so every item is readable at once.
+The upsert renders the bodies it writes (:class:`BodyRenderer`, in a process pool for big batches)
+and stores them rendered, in the same statement as the text. Items stored without HTML (an upsert
+told not to render, a body format changed by hand) are rendered by :func:`render_pending` (the
+`render_items` command), and a page that meets such an item renders it on the spot
+(:func:`ensure_rendered`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from django.db import transaction
 from django.db.models import Case, DateTimeField, F, Q, TextField, Value, When
@@ -19,16 +26,84 @@ from apps.core.jobs import JobProgress
 from .. import rendering
 from ..models import Item, ItemComment
 
+logger = logging.getLogger(__name__)
+
 RENDER_BATCH_SIZE = 250
+# Below this many bodies a batch is rendered in this process: shipping it to a pool would cost more.
+POOL_MIN_BODIES = 200
+# Bodies per task sent to a worker: big enough that pickling is noise, small enough to share the work.
+POOL_CHUNK = 100
 
 
 def render_body(body: str, body_format: str, url: str = "", tags: list[str] | None = None) -> str:
     """Sanitized HTML for an untrusted body of the item at `url` (relative links resolve against it;
     its tags choose the default code language). See rendering.py for what survives."""
-    if not body:
-        return ""
-    fmt = body_format if body_format in ("markdown", "html", "text") else "text"
-    return rendering.render_body(body, fmt, **rendering.render_options(url, tags or []))  # type: ignore[arg-type]
+    return rendering.render_job((body, body_format, url, tags or []))
+
+
+class BodyRenderer:
+    """Renders batches of bodies; a batch of `POOL_MIN_BODIES` or more in a pool of worker processes.
+
+    The pool starts with the first big batch and ends with :meth:`close` (use the renderer as a
+    context manager). Its workers are *spawned* (a fresh interpreter that imports only the pure
+    `rendering` module): the importing process has threads (the upsert's writer) and database
+    connections, which a forked child must not inherit. Where a pool cannot start (a single CPU, a
+    daemonic worker process that may not have children), every batch is rendered here.
+    """
+
+    def __init__(self, processes: int | None = None) -> None:
+        self.processes = processes if processes is not None else (os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+        self._pool_failed = self.processes < 2
+
+    def render(self, jobs: Sequence[rendering.RenderJob]) -> list[str]:
+        """The HTML of each job, in order."""
+        return self.submit(jobs)()
+
+    def submit(self, jobs: Sequence[rendering.RenderJob]) -> Callable[[], list[str]]:
+        """Start rendering `jobs` in the pool (a big batch) and return the call that waits for their
+        HTML; a small batch is rendered by that call, in the process (and thread) that makes it."""
+        pool = self._pool_for(len(jobs))
+        if pool is None:
+            return lambda: rendering.render_many(jobs)
+        chunks = [jobs[start : start + POOL_CHUNK] for start in range(0, len(jobs), POOL_CHUNK)]
+        try:
+            futures = [pool.submit(rendering.render_many, chunk) for chunk in chunks]
+        except (AssertionError, OSError, RuntimeError, BrokenProcessPool) as exc:
+            self._give_up(exc)  # AssertionError: a daemonic process, which may not have children
+            return lambda: rendering.render_many(jobs)
+
+        def wait() -> list[str]:
+            try:
+                return [html for future in futures for html in future.result()]
+            except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
+                self._give_up(exc)
+                return rendering.render_many(jobs)
+
+        return wait
+
+    def _give_up(self, exc: BaseException) -> None:
+        logger.warning("rendering in this process: the worker pool failed (%r)", exc)
+        self._pool_failed = True
+        self.close()
+
+    def _pool_for(self, size: int) -> ProcessPoolExecutor | None:
+        if size < POOL_MIN_BODIES or self._pool_failed:
+            return None
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> BodyRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def render_pending(
@@ -47,6 +122,8 @@ def render_pending(
     """
     pending = Item.objects.in_study(study).unrendered()
     total = pending.count()
+    if not total:  # the usual case after an import, whose upsert rendered what it wrote
+        return 0
     if progress is not None:
         progress.job.progress_done = 0
         progress.set_total(total)

@@ -11,11 +11,18 @@ How a batch is written (one transaction, a constant number of statements, never 
 1. read the stored ``(url, content_hash)`` of the batch's URLs;
 2. split the batch into new (URL not in the study), changed (hash differs) and unchanged (same hash,
    or a bare URL for an item that already has content): unchanged records are not written at all;
-3. SQLite: one ``bulk_create(update_conflicts=True, unique_fields=["study", "url"])``, i.e.
-   ``INSERT ... ON CONFLICT (study, url) DO UPDATE ... RETURNING id``; PostgreSQL (`pg.py`): a COPY
-   of the new items (ids drawn from the sequence first) and one ``INSERT ... ON CONFLICT`` for the
-   changed ones;
+3. SQLite (`sqlite.py`): one ``executemany`` INSERT of the new items, one UPDATE of the changed ones,
+   and one SELECT of their ids; PostgreSQL (`pg.py`): a COPY of the new items (ids drawn from the
+   sequence first) and one ``INSERT ... ON CONFLICT`` for the changed ones;
 4. one DELETE of the changed items' comments and one INSERT (COPY) of the comments.
+
+The new and changed items and their comments are rendered to sanitized HTML before they are written
+(`render.BodyRenderer`: a process pool for big batches) and stored with it, in the same statements:
+an import ends with every item readable, and no second pass writes the rendered column. Rendering
+runs ahead of the writes: when a batch is complete, the records that the stored hashes say will be
+written go to the pool, and the batch is handed to the writer only after the next one is complete,
+so the pool renders while the caller parses and the writer writes. Whatever the transaction's own
+reading finds to write that was not rendered ahead is rendered then.
 
 On PostgreSQL, outside a surrounding transaction, batches are written by a background thread on
 its own connection while the caller's thread parses the next batch (psycopg2 releases the GIL
@@ -45,8 +52,10 @@ from apps.core.jobs import MAX_ERRORS, JobProgress
 
 from ..models import ImportJob, Item, ItemComment
 from ..records import ItemRecord, LinkRecord
-from . import pg
+from . import pg, sqlite
 from .links import store_links
+from .render import BodyRenderer
+from .render_ahead import is_bare, render_ahead, render_records
 
 BATCH_SIZE = 1000
 # A slow source (GitHub: a request or two per issue) still shows its items within seconds.
@@ -77,6 +86,15 @@ UPDATE_FIELDS = [
 ]
 
 Batch = dict[str, tuple[ItemRecord, str]]
+Rendered = pg.Rendered
+
+
+@dataclass(slots=True)
+class _Work:
+    """A batch for the writer, with the HTML being rendered for the records expected to be written."""
+
+    batch: Batch
+    ahead: Callable[[], Rendered] | None = None
 
 
 @dataclass
@@ -156,14 +174,6 @@ def _isoformat(value: Any) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
-def is_bare(record: ItemRecord) -> bool:
-    """A record that carries only its URL (a line of a URL list, to be hydrated later).
-
-    It creates the item when the URL is new, but never overwrites an item that already has content.
-    """
-    return not (record.title or record.body or record.tags or record.metadata or record.comments)
-
-
 def stored_raw(record: ItemRecord) -> dict[str, Any]:
     """The `raw` to store: the record's, less a `body` cell that is the item's body itself.
 
@@ -206,6 +216,7 @@ def upsert_records(
     max_batch_seconds: float = MAX_BATCH_SECONDS,
     atomic: bool = False,
     background: bool | None = None,
+    render: bool = True,
 ) -> ImportCounts:
     """Create or update the study's items from `records`; return the counts.
 
@@ -220,59 +231,79 @@ def upsert_records(
     - Records are written in batches of `batch_size` (or whatever arrived in `max_batch_seconds`),
       each in one transaction; with `atomic=True`, all batches in one transaction, so an exception
       from `records` (a bad row, a crash) leaves nothing written. Otherwise a crash loses at most
-      the batch in flight, and running the same records again completes the work exactly.
+      the batches in flight (two: one being read, one rendering), and running the same records
+      again completes the work exactly.
     - `job`'s counters grow as batches are written; `progress` (the job's reporter) advances per
       record read. Two records with the same URL in one batch: the later one wins.
     - `background`: write on a thread of its own (default: on PostgreSQL when no transaction is open).
+    - `render`: store the items rendered (the default); False stores them with `rendered_at` empty,
+      for the render pass (`render_pending`) to render later.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     counts = ImportCounts()
     if background is None:
         background = connection.vendor == "postgresql" and not connection.in_atomic_block
+    renderer = BodyRenderer() if render else None
+    # Into a study empty at the start every record is new (or repeats one of this import, rendered
+    # twice at worst): no need to ask what is stored. Asking would also be slow on PostgreSQL: the
+    # writer's transaction holds the rows and the planner statistics of its own ANALYZEs, which this
+    # connection does not see, so it plans for an empty study that its index scans find full.
+    guess = render and Item.objects.filter(study_id=study.pk).exists()
     writer: _Writer = (
-        _ThreadWriter(study.pk, counts, job, replace_comments, atomic)
+        _ThreadWriter(study.pk, counts, job, replace_comments, atomic, renderer)
         if background
-        else _InlineWriter(study.pk, counts, job, replace_comments, atomic)
+        else _InlineWriter(study.pk, counts, job, replace_comments, atomic, renderer)
     )
     if progress is not None and isinstance(writer, _ThreadWriter):
         # Waiting for the writer (another import into the study holds its lock) is not dying.
         writer.on_wait = progress.save
-    batch: Batch = {}
-    started = time.monotonic()
     try:
-        for record in records:
-            if progress is not None:
-                progress.advance()
-            rule = rules.screen(record) if rules is not None else None
-            if rule is not None:
-                counts.filtered += 1
-                counts.filtered_by[rule] += 1
-                if job is not None:
-                    job.filtered += 1
-                    job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
-                continue
-            problem = unstorable(record)
-            if problem is not None:
-                if atomic:
-                    raise UnstorableRecord(record.url, problem)
-                counts.failed += 1
-                if job is not None:
-                    job.failed += 1
-                    add_error(job, record.url[:200], "url", record.url[:200], problem)
-                continue
-            batch.pop(record.url, None)
-            batch[record.url] = (record, content_hash(record))
-            if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
-                writer.write(batch)
-                batch = {}
-                started = time.monotonic()
-        if batch:
-            writer.write(batch)
-    except BaseException:
-        writer.close(commit=False)
-        raise
-    writer.close(commit=True)
+        batch: Batch = {}
+        waiting: _Work | None = None  # the previous batch, rendering while this one is read
+        started = time.monotonic()
+        try:
+            for record in records:
+                if progress is not None:
+                    progress.advance()
+                rule = rules.screen(record) if rules is not None else None
+                if rule is not None:
+                    counts.filtered += 1
+                    counts.filtered_by[rule] += 1
+                    if job is not None:
+                        job.filtered += 1
+                        job.filtered_by[rule] = job.filtered_by.get(rule, 0) + 1
+                    continue
+                problem = unstorable(record)
+                if problem is not None:
+                    if atomic:
+                        raise UnstorableRecord(record.url, problem)
+                    counts.failed += 1
+                    if job is not None:
+                        job.failed += 1
+                        add_error(job, record.url[:200], "url", record.url[:200], problem)
+                    continue
+                batch.pop(record.url, None)
+                batch[record.url] = (record, content_hash(record))
+                if len(batch) >= batch_size or time.monotonic() - started >= max_batch_seconds:
+                    work = _Work(batch, render_ahead(study.pk, batch, renderer, guess))
+                    if waiting is not None:
+                        writer.write(waiting)
+                    waiting, batch = work, {}
+                    started = time.monotonic()
+            if waiting is not None:
+                writer.write(waiting)
+            if batch:
+                writer.write(_Work(batch))
+        except BaseException:
+            if waiting is not None and not atomic:  # a complete batch: kept, as it was before the lag
+                writer.write(waiting)
+            writer.close(commit=False)
+            raise
+        writer.close(commit=True)
+    finally:
+        if renderer is not None:
+            renderer.close()
     if progress is not None:
         progress.flush()
     return counts
@@ -285,24 +316,33 @@ class _Writer:
     """Writes batches and keeps the counts; `close` commits (atomic mode) or rolls back."""
 
     def __init__(
-        self, study_id: int, counts: ImportCounts, job: ImportJob | None, replace_comments: bool, atomic: bool
+        self,
+        study_id: int,
+        counts: ImportCounts,
+        job: ImportJob | None,
+        replace_comments: bool,
+        atomic: bool,
+        renderer: BodyRenderer | None,
     ) -> None:
         self.study_id = study_id
+        self.renderer = renderer
         self.counts = counts
         self.job = job
         self.replace_comments = replace_comments
         self.atomic = atomic
         self._growth: pg.GrowthWatch | None = None  # created on the writing thread, with its connection
 
-    def write(self, batch: Batch) -> None:
+    def write(self, work: _Work) -> None:
         raise NotImplementedError
 
     def close(self, commit: bool) -> None:
         raise NotImplementedError
 
-    def _store(self, batch: Batch) -> None:
+    def _store(self, work: _Work) -> None:
         with transaction.atomic():
-            created, updated, unchanged = store_batch(self.study_id, batch, self.replace_comments)
+            created, updated, unchanged = store_batch(
+                self.study_id, work.batch, self.replace_comments, self.renderer, work.ahead
+            )
         if created and connection.vendor == "postgresql":
             if self._growth is None:
                 self._growth = pg.GrowthWatch(self.study_id)
@@ -328,8 +368,8 @@ class _InlineWriter(_Writer):
         if self._outer is not None:
             self._outer.__enter__()
 
-    def write(self, batch: Batch) -> None:
-        self._store(batch)
+    def write(self, work: _Work) -> None:
+        self._store(work)
 
     def close(self, commit: bool) -> None:
         if self._outer is not None:
@@ -364,11 +404,11 @@ class _ThreadWriter(_Writer):
         self._thread = threading.Thread(target=self._run, name="corpus-upsert", daemon=True)
         self._thread.start()
 
-    def write(self, batch: Batch) -> None:
+    def write(self, work: _Work) -> None:
         self._raise_pending()
         while True:
             try:
-                self._queue.put(batch, timeout=0.5)
+                self._queue.put(work, timeout=0.5)
                 return
             except queue.Full:
                 self._raise_pending()
@@ -435,8 +475,18 @@ class _ThreadWriter(_Writer):
 # --- one batch ------------------------------------------------------------------------------------
 
 
-def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[int, int, int]:
+def store_batch(
+    study_id: int,
+    batch: Batch,
+    replace_comments: bool,
+    renderer: BodyRenderer | None = None,
+    ahead: Callable[[], Rendered] | None = None,
+) -> tuple[int, int, int]:
     """Write one batch in the current transaction; return (created, updated, unchanged).
+
+    With a `renderer`, the items written and their comments are stored rendered (`rendered_at` set):
+    with the HTML `ahead` gives for the records it covers (rendered from the same record objects),
+    rendered now for the others; without one, with `rendered_at` empty, for the render pass.
 
     Two imports into one study take turns, batch by batch: on PostgreSQL the study's import lock
     (`pg.lock_study_for_import`), held to the end of the transaction; on SQLite the write lock that
@@ -464,15 +514,20 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     if not (new or changed):
         return 0, 0, unchanged
     now = timezone.now()
+    html = ahead() if ahead is not None and renderer is not None else {}
+    html.update(render_records([r for r, _ in (*new, *changed) if r.url not in html], renderer))
+    rendered_at = now if renderer is not None else None
     ids: dict[str, int] = {}
     if postgres:
-        copied = pg.copy_new_items(study_id, new, now, stored_raw) if new else {}
+        copied = pg.copy_new_items(study_id, new, now, stored_raw, html, rendered_at) if new else {}
         to_upsert = changed if copied is not None else [*new, *changed]
         ids.update(copied or {})
         if to_upsert:
-            ids.update(pg.upsert_items(study_id, to_upsert, now, UPDATE_FIELDS, stored_raw))
+            ids.update(
+                pg.upsert_items(study_id, to_upsert, now, UPDATE_FIELDS, stored_raw, html, rendered_at)
+            )
     else:
-        ids = _orm_upsert_items(study_id, [*new, *changed], now)
+        ids = sqlite.write_items(study_id, new, changed, now, UPDATE_FIELDS, stored_raw, html, rendered_at)
     changed_urls = {record.url for record, _ in changed}
     if changed and replace_comments:
         ItemComment.objects.filter(item_id__in=[ids[url] for url in changed_urls]).delete()
@@ -483,10 +538,10 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     ]
     if comments:
         if postgres:
-            pg.copy_comments(comments)
+            pg.copy_comments(comments, html)
         else:
             ItemComment.objects.bulk_create(
-                [row for item_id, record in comments for row in _comment_rows(item_id, record)]
+                [row for item_id, record in comments for row in _comment_rows(item_id, record, html)]
             )
     linked = {ids[record.url]: record.links for record, _ in (*new, *changed) if record.links is not None}
     if linked:
@@ -494,36 +549,8 @@ def store_batch(study_id: int, batch: Batch, replace_comments: bool) -> tuple[in
     return len(new), len(changed), unchanged
 
 
-def _orm_upsert_items(study_id: int, writes: list[tuple[ItemRecord, str]], now: datetime) -> dict[str, int]:
-    rows = [
-        Item(
-            study_id=study_id,
-            url=record.url,
-            source=record.source,
-            external_id=record.external_id[:_EXTERNAL_ID_MAX],
-            title=record.title[:_TITLE_MAX],
-            body=record.body,
-            body_format=record.body_format,
-            body_html="",
-            rendered_at=None,
-            tags=record.tags,
-            metadata=record.metadata,
-            raw=stored_raw(record),
-            content_hash=digest,
-            created_at=record.created_at,
-            imported_at=now,
-            updated_at=now,
-        )
-        for record, digest in writes
-    ]
-    # Primary keys come back from the INSERT ... RETURNING (SQLite 3.35+, PostgreSQL).
-    Item.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["study", "url"], update_fields=UPDATE_FIELDS
-    )
-    return {row.url: row.pk for row in rows}
-
-
-def _comment_rows(item_id: int, record: ItemRecord) -> list[ItemComment]:
+def _comment_rows(item_id: int, record: ItemRecord, html: Rendered) -> list[ItemComment]:
+    comments_html = html[record.url][1] if html else [""] * len(record.comments)
     return [
         ItemComment(
             item_id=item_id,
@@ -532,10 +559,13 @@ def _comment_rows(item_id: int, record: ItemRecord) -> list[ItemComment]:
             author=comment.author[:_AUTHOR_MAX],
             body=comment.body,
             body_format=comment.body_format,
+            body_html=comment_html,
             is_answer=comment.is_answer,
             is_accepted=comment.is_accepted,
             score=comment.score,
             created_at=comment.created_at,
         )
-        for position, comment in enumerate(record.comments, start=1)
+        for position, (comment, comment_html) in enumerate(
+            zip(record.comments, comments_html, strict=True), start=1
+        )
     ]
