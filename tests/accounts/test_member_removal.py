@@ -12,8 +12,11 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import Membership, Role, Study, User
 from apps.accounts.services import MembershipRefused, StudyError, remove_member
+from apps.adjudication.progress import refresh_progress
 from apps.annotation import services as labelling
 from apps.annotation.models import Annotation, Assignment
+from apps.annotation.signals import items_moved
+from apps.corpus.models import Item
 from tests.api.world import World, build_world
 from tests.conftest import login
 
@@ -37,13 +40,28 @@ def test_removing_an_annotator_keeps_their_labels_and_returns_their_open_items_t
         len(submitted) == 2 and Assignment.objects.filter(annotator=world.alice, status="open").count() == 1
     )
 
-    removal = remove_member(world.study, world.alice, actor=world.lead)
+    moved: list[list[int]] = []
+
+    def note(sender: object, *, item_ids: list[int], **kwargs: object) -> None:
+        moved.append(list(item_ids))
+
+    items_moved.connect(note, weak=False)
+    try:
+        removal = remove_member(world.study, world.alice, actor=world.lead)
+    finally:
+        items_moved.disconnect(note)
 
     assert removal.released == 1
     assert not Membership.objects.filter(study=world.study, user=world.alice).exists()
     kept = Annotation.objects.filter(assignment__annotator=world.alice, submitted_at__isnull=False)
     assert set(kept.values_list("pk", flat=True)) == submitted
     assert not Assignment.objects.filter(annotator=world.alice, status="open").exists()
+    # The items grid's columns follow (apps/adjudication/progress.py): the item was announced as moved,
+    # and recomputing the columns changes nothing.
+    assert moved == [[world.items[2].pk]]
+    shown = dict(Item.objects.filter(study=world.study).values_list("pk", "progress"))
+    refresh_progress(study=world.study)
+    assert dict(Item.objects.filter(study=world.study).values_list("pk", "progress")) == shown
     # The item alice held open now lacks an annotator; assigning the round again gives it to someone else.
     result = labelling.assign_round(world.study, 1, ["bob", "lena"], overlap=2, actor=world.lead)
     assert result.created == 1

@@ -248,3 +248,24 @@ def test_add_to_round_from_the_grid_takes_the_filtered_items(
     )
     assert response.status_code == 302
     assert set(Item.objects.filter(round_number=1).values_list("id", flat=True)) == {i.pk for i in hits}
+
+
+def test_the_migration_fills_the_columns_of_items_that_existed_before_them(
+    study: Study, lead: User, annotator_a: User, annotator_b: User
+) -> None:
+    import importlib
+
+    from django.apps import apps as registry
+
+    items = [ItemFactory(study=study) for _ in range(4)]
+    add_items_to_round(study, 1, [i.pk for i in items[:3]], actor=lead)
+    assign_round(study, 1, [annotator_a.username, annotator_b.username], overlap=2)
+    add_items_to_round(study, 2, [items[2].pk], actor=lead)
+    kept = {i["id"]: i for i in Item.objects.values("id", "round_number", "progress", "decision")}
+    assert {row["progress"] for row in kept.values()} >= {Progress.LABELLING, Progress.UNSAMPLED}
+    Item.objects.update(round_number=0, progress=Progress.UNSAMPLED, decision="")  # as before the columns
+
+    migration = importlib.import_module("apps.adjudication.migrations.0004_backfill_grid_columns")
+    migration.backfill(registry, None)
+
+    assert {i["id"]: i for i in Item.objects.values("id", "round_number", "progress", "decision")} == kept

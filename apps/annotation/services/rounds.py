@@ -497,12 +497,13 @@ def release_open_assignments(study: Study, user: User) -> int:
     many went back. Runs in the caller's transaction (`accounts.services.remove_member`), under the
     study's row lock like every change to a round's assignments."""
     lock_study(study)
-    released = list(
+    released = dict(
         Assignment.objects.filter(study=study, annotator=user, status=AssignmentStatus.OPEN)
         .filter(send_backs__isnull=True, blind_record__isnull=True)
-        .values_list("pk", flat=True)
+        .values_list("pk", "item_id")
     )
     if released:
-        delete_drafts(released)
-        Assignment.objects.filter(pk__in=released).delete()
+        delete_drafts(list(released))
+        Assignment.objects.filter(pk__in=list(released)).delete()
+        items_moved.send(sender=Assignment, item_ids=sorted(set(released.values())))  # the grid's columns
     return len(released)
