@@ -46,10 +46,6 @@ _RESTORE = (
 )
 _DEMO = "deleting a study clears what blocks the cascade; its label tables go through their owners' writes"
 ALLOWED_WRITES: dict[tuple[str, str], str] = {
-    (
-        "apps/annotation/services/rounds.py",
-        "Item",
-    ): "screening writes the items' relevance (corpus has no service for it)",
     ("apps/export/deletion.py", "Dimension"): _DEMO,
     ("apps/export/deletion.py", "Codebook"): _DEMO,
     ("apps/export/management/commands/load_demo.py", "Study"): "the demo study is created by the top app",
