@@ -120,7 +120,7 @@ def add_annotators(page: Any) -> None:
     nav(page, "Members")
     for username in ("alice", "bob"):
         page.get_by_label("Username").fill(username)
-        page.get_by_label("Role").select_option("annotator")
+        page.locator("#id_role").select_option("annotator")  # the add form (invite has a Role too)
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Add", exact=True).click()
         page.wait_for_selector(f".messages:has-text('{username} added as annotator')")

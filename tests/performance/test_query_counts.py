@@ -147,11 +147,13 @@ def test_lead_pages_run_a_constant_number_of_queries(
 NEXT_ITEM = 3
 # A first submission on PostgreSQL: session, user with membership; BEGIN, the locks, every write and the next
 # item in one statement (annotation/services/submit_sql.py), the item's consolidation state with its new
-# Review, the items grid's labelling columns of the item (adjudication/progress.py), COMMIT.
-SUBMIT = 7
+# Review, the items grid's labelling columns of the item (adjudication/progress.py), COMMIT; before all of
+# it, whether a training round's pass mark locks this assignment's round for the user (one indexed EXISTS,
+# annotation/views/workbench.py `_refuse_locked`; the lock itself is read only when one exists).
+SUBMIT = 8
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
-# savepoints, so that a twin request's insert can be recovered from.
-SUBMIT_ORM = 23
+# savepoints, so that a twin request's insert can be recovered from; with the same lock check.
+SUBMIT_ORM = 24
 WORKBENCH = 8  # with the item's fix evidence (its links: one query, corpus/_fix-pane.html)
 STUDY_PAGE = 12
 ITEM_LIST = 5  # the grid: its page, its count (up to 1,000), the user's saved views
