@@ -75,6 +75,22 @@ def test_a_lead_cannot_demote_an_owner_on_the_members_page(study: Study, owner: 
     assert role_of(study, "olivia") == Role.OWNER
 
 
+def test_the_members_page_offers_a_lead_only_what_a_lead_may_do(
+    study: Study, owner: User, lead: User, annotator_a: User
+) -> None:
+    url = reverse("accounts:members", args=[study.slug])
+    as_lead = login(Client(), lead).get(url).content.decode()
+    as_owner = login(Client(), owner).get(url).content.decode()
+
+    # a lead removes annotators only and changes no role: no control that would only be refused
+    assert "Change role" not in as_lead and 'id="role-' not in as_lead
+    assert f"Remove {annotator_a.username}" in as_lead
+    assert "Remove olivia" not in as_lead and "Remove lena" not in as_lead
+    # an owner manages everyone
+    assert "Change role" in as_owner and f'id="role-{Membership.objects.get(user=lead).pk}"' in as_owner
+    assert "Remove lena" in as_owner and f"Remove {annotator_a.username}" in as_owner
+
+
 def test_a_lead_still_adds_annotators_old_and_new(study: Study, lead: User, outsider: User) -> None:
     assert api_post(lead, study, {"username": "oscar", "role": "annotator"})[0] == 201
     assert api_post(lead, study, {"username": "carol", "password": PASSWORD})[0] == 201

@@ -47,7 +47,11 @@ def _page(
         )
         .order_by("role", "user__username")
     )
-    rows = [{"m": m, "is_self": m.user_id == request.user.pk} for m in memberships]
+    owner = role == Role.OWNER  # a lead manages annotators only (services.check_may_set_role)
+    rows = [
+        {"m": m, "is_self": m.user_id == request.user.pk, "may_remove": owner or m.role == Role.ANNOTATOR}
+        for m in memberships
+    ]
     ctx = study_context(
         study,
         role,
@@ -57,6 +61,7 @@ def _page(
         form=extra.pop("form", None) or AddMemberForm(),
         invite_form=extra.pop("invite_form", None) or InvitationForm(prefix=INVITE),
         roles=Role.choices,
+        may_change_roles=owner,
         **extra,
     )
     return render(request, "accounts/members.html", ctx, status=status)
