@@ -556,3 +556,15 @@ def test_a_gold_item_without_a_decision_in_the_package_is_refused(
 
     with pytest.raises(PackageError, match=r"no decision in dataset\.json: a gold check is a decided item"):
         import_study("ddp-copy", broken)
+
+
+def test_the_methods_section_counts_no_training_round_among_the_labelling_rounds(
+    study: Study, training: Round
+) -> None:
+    from apps.export.paper.facts import methods_data
+    from apps.taxonomy.index import CodebookIndex
+
+    facts = methods_data(study, CodebookIndex.for_study(study), {"rounds": [], "all_rounds": {}}, [])
+    numbers = [r.number for r in facts.rounds]
+
+    assert training.number not in numbers and numbers == [1, 2]
