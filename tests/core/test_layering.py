@@ -57,6 +57,7 @@ ALLOWED_WRITES: dict[tuple[str, str], str] = {
     ("apps/export/package/restore_labels.py", "Round"): _RESTORE,
     ("apps/export/package/restore_labels.py", "RoundItem"): _RESTORE,
     ("apps/export/package/restore_labels.py", "Assignment"): _RESTORE,
+    ("apps/export/package/restore_labels.py", "GoldItem"): _RESTORE,
     ("apps/export/package/writing.py", "User"): _RESTORE,
     ("apps/export/package/writing.py", "Codebook"): _RESTORE,
     ("apps/export/package/writing.py", "Dimension"): _RESTORE,

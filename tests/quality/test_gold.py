@@ -480,3 +480,91 @@ def test_my_work_shows_my_agreement_with_the_decisions_only_once_the_round_is_re
     page = client.get(url).content.decode()
     table = page.split('id="my-agreement"')[1].split("</table>")[0]
     assert "1.00" in table and "dave" not in page
+
+
+# --- The replication package --------------------------------------------------------------------------
+
+
+def test_a_restored_package_keeps_the_training_round_its_pass_mark_and_the_gold_items(
+    study: Study, training: Round, lead: User, tmp_path: Any
+) -> None:
+    from apps.export.package import build_package, import_study
+
+    GoldItem.objects.filter(study=study).update(marked_by=lead)
+    build_package(study, tmp_path / "p.zip")
+
+    copy = import_study("ddp-copy", tmp_path / "p.zip").study
+
+    rounds = {r.number: (r.kind, r.pass_mark) for r in Round.objects.filter(study=copy)}
+    assert rounds[training.number] == (RoundKind.TRAINING, 100)
+    assert all(kind == RoundKind.RELIABILITY for n, (kind, _) in rounds.items() if n != training.number)
+    fields = ("item__url", "marked_by__username")
+    expected = set(GoldItem.objects.filter(study=study).values_list(*fields))
+    assert set(GoldItem.objects.filter(study=copy).values_list(*fields)) == expected
+    assert len(expected) == 4
+    # gold checks' answers are not labels: none of the copy's assignments is a gold check
+    assert not Assignment.objects.filter(study=copy, gold=True).exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: s["gold_items"][0].update(url="https://example.org/x"), "is not an item of items.jsonl"),
+        (lambda s: s["rounds"][-1].update(kind="quiz"), "expected one of reliability"),
+        (lambda s: s["rounds"][-1].update(pass_mark=120), "a whole percentage from 0 to 100"),
+        (lambda s: s["rounds"][0].update(pass_mark=50), "only a training round has a pass mark"),
+    ],
+)
+def test_a_package_with_a_bad_gold_item_or_round_kind_is_refused_naming_it_and_nothing_is_written(
+    study: Study, training: Round, tmp_path: Any, change: Any, message: str
+) -> None:
+    from apps.export.package import PackageError, build_package, import_study
+    from tests.export.test_package import members, repack
+
+    original = tmp_path / "p.zip"
+    build_package(study, original)
+    sampling = json.loads(members(original)["sampling.json"])
+    change(sampling)
+    broken = repack(original, tmp_path / "broken.zip", {"sampling.json": json.dumps(sampling).encode()})
+    before = (Study.objects.count(), Round.objects.count(), GoldItem.objects.count())
+
+    with pytest.raises(PackageError, match=message) as error:
+        import_study("ddp-copy", broken)
+
+    assert "sampling.json." in str(error.value)
+    assert (Study.objects.count(), Round.objects.count(), GoldItem.objects.count()) == before
+
+
+def test_a_gold_item_without_a_decision_in_the_package_is_refused(
+    study: Study, training: Round, tmp_path: Any
+) -> None:
+    from apps.export.package import PackageError, build_package, import_study
+    from tests.export.test_package import members, repack
+
+    original = tmp_path / "p.zip"
+    build_package(study, original)
+    files = members(original)
+    sampling = json.loads(files["sampling.json"])
+    undecided = next(
+        line["url"]
+        for line in map(json.loads, files["items.jsonl"].decode().splitlines())
+        if line["url"] not in {g["url"] for g in sampling["gold_items"]}
+        and not Decision.objects.filter(item__url=line["url"], study=study).exists()
+    )
+    sampling["gold_items"].append({"url": undecided, "marked_by": None, "marked_at": "2026-01-01T00:00:00Z"})
+    broken = repack(original, tmp_path / "broken.zip", {"sampling.json": json.dumps(sampling).encode()})
+
+    with pytest.raises(PackageError, match=r"no decision in dataset\.json: a gold check is a decided item"):
+        import_study("ddp-copy", broken)
+
+
+def test_the_methods_section_counts_no_training_round_among_the_labelling_rounds(
+    study: Study, training: Round
+) -> None:
+    from apps.export.paper.facts import methods_data
+    from apps.taxonomy.index import CodebookIndex
+
+    facts = methods_data(study, CodebookIndex.for_study(study), {"rounds": [], "all_rounds": {}}, [])
+    numbers = [r.number for r in facts.rounds]
+
+    assert training.number not in numbers and numbers == [1, 2]

@@ -30,7 +30,7 @@ from apps.accounts.models import Membership, Study
 from apps.adjudication.queries import discussion_outcome_data
 from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
-from apps.annotation.models import Round, RoundItem
+from apps.annotation.models import GoldItem, Round, RoundItem
 from apps.annotation.services.package import discussion_data
 from apps.core.jobs import JobProgress
 from apps.corpus.models import Item, ItemComment
@@ -215,8 +215,10 @@ def codebook_data(study: Study, index: CodebookIndex) -> dict[str, Any]:
 
 
 def sampling_data(study: Study) -> dict[str, Any]:
-    """sampling.json: every round (number, name, method, seed, requested size, actual size, stratify
-    field, parameters, who and when) with its items' URLs in the round's order."""
+    """sampling.json: every round (number, name, kind, pass mark, method, seed, requested size, actual
+    size, stratify field, parameters, who and when) with its items' URLs in the round's order, and the
+    study's gold items (URL, who marked it and when). The answers annotators gave to gold checks are not
+    labels and stay out of the package (`annotations.csv` holds reliability labels only)."""
     members: dict[int, list[str]] = {}
     for round_id, url in (
         RoundItem.objects.filter(round__study=study)
@@ -232,6 +234,8 @@ def sampling_data(study: Study) -> dict[str, Any]:
             "id",
             "number",
             "name",
+            "kind",
+            "pass_mark",
             "method",
             "seed",
             "requested_size",
@@ -241,12 +245,14 @@ def sampling_data(study: Study) -> dict[str, Any]:
             "created_by__username",
         )
     ):
-        pk, number, name, method, seed, requested, stratify, params, at, username = row
+        pk, number, name, kind, pass_mark, method, seed, requested, stratify, params, at, username = row
         urls = members.get(pk, [])
         rounds.append(
             {
                 "number": number,
                 "name": name,
+                "kind": kind,
+                "pass_mark": pass_mark,
                 "method": method,
                 "seed": seed,
                 "requested_size": requested,
@@ -258,7 +264,13 @@ def sampling_data(study: Study) -> dict[str, Any]:
                 "items": urls,
             }
         )
-    return {"rounds": rounds}
+    gold_items = [
+        {"url": url, "marked_by": username or None, "marked_at": iso(at)}
+        for url, username, at in GoldItem.objects.filter(study=study)
+        .order_by("item__url")
+        .values_list("item__url", "marked_by__username", "marked_at")
+    ]
+    return {"rounds": rounds, "gold_items": gold_items}
 
 
 def item_lines(study: Study, *, chunk_size: int = ITEM_CHUNK) -> Iterator[dict[str, Any]]:

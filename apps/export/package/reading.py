@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from apps.accounts.models import ConsolidationRule, Role, User
-from apps.annotation.models import SampleMethod
+from apps.annotation.models import RoundKind, SampleMethod
 from apps.corpus.models import BodyFormat, Relevance
 from apps.corpus.records import CommentRecord, ItemRecord
 
@@ -280,6 +280,7 @@ def check_rounds(
             value = raw.get(name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 problems.add(f"{at}.{name}", f"expected a whole number or null, got {value!r}")
+        _check_kind(raw, at, problems)
         if not isinstance(raw.get("params", {}), dict):
             problems.add(f"{at}.params", "expected an object")
         text_field(raw, "name", at, problems)
@@ -299,6 +300,58 @@ def check_rounds(
             seen.add(url)
         rounds.append(raw)
     return rounds
+
+
+def _check_kind(raw: dict[str, Any], at: str, problems: Problems) -> None:
+    """A round's kind (packages before training rounds have none: reliability) and pass mark (a training
+    round's, a whole percentage from 0 to 100, or null)."""
+    kind = raw.get("kind", RoundKind.RELIABILITY)
+    if kind not in RoundKind.values:
+        problems.add(f"{at}.kind", f"expected one of {', '.join(RoundKind.values)}, got {kind!r}"[:300])
+    mark = raw.get("pass_mark")
+    if mark is None:
+        return
+    if not isinstance(mark, int) or isinstance(mark, bool) or not 0 <= mark <= 100:
+        problems.add(
+            f"{at}.pass_mark", f"expected a whole percentage from 0 to 100 or null, got {mark!r}"[:300]
+        )
+    elif kind != RoundKind.TRAINING:
+        problems.add(
+            f"{at}.pass_mark", f"only a training round has a pass mark; this round is {kind!r}"[:300]
+        )
+
+
+def check_gold_items(
+    data: Any, urls: Mapping[str, int], decided: set[str], problems: Problems, users: set[str]
+) -> list[dict[str, Any]]:
+    """sampling.json's `gold_items` (absent in packages before gold checks): each a decided item of the
+    package, once, with who marked it (a username or null) and when."""
+    where = "sampling.json.gold_items"
+    value = data.get("gold_items", []) if isinstance(data, dict) else []
+    if not expect(value, list, where, problems):
+        return []
+    seen: set[str] = set()
+    gold = []
+    for position, raw in enumerate(value):
+        at = f"{where}[{position}]"
+        if not expect(raw, dict, at, problems):
+            continue
+        url = raw.get("url")
+        if not isinstance(url, str) or url not in urls:
+            problems.add(f"{at}.url", f"{url!r} is not an item of items.jsonl"[:300])
+            continue
+        if url in seen:
+            problems.add(f"{at}.url", f"{url!r} appears twice"[:300])
+            continue
+        if url not in decided:
+            problems.add(
+                f"{at}.url", f"{url!r} has no decision in dataset.json: a gold check is a decided item"[:300]
+            )
+        seen.add(url)
+        read_time(raw.get("marked_at"), f"{at}.marked_at", problems)
+        username_field(raw.get("marked_by"), f"{at}.marked_by", problems, users)
+        gold.append(raw)
+    return gold
 
 
 def json_object(value: Any) -> dict[str, Any]:

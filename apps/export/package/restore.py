@@ -55,6 +55,7 @@ from .labels import PlannedAnnotation, PlannedDecision, read_annotations, read_d
 from .reading import (
     PackageError,
     Problems,
+    check_gold_items,
     check_rounds,
     check_study,
     json_file,
@@ -64,7 +65,14 @@ from .reading import (
     verify,
 )
 from .restore_items import write_items
-from .restore_labels import Target, undecided_reviews, write_annotations, write_decisions, write_rounds
+from .restore_labels import (
+    Target,
+    undecided_reviews,
+    write_annotations,
+    write_decisions,
+    write_gold_items,
+    write_rounds,
+)
 from .writing import users_for, write_codebook
 
 
@@ -143,7 +151,8 @@ def import_study(
         members = check_study(study_data, problems, users)
         book = check_codebook(json_file(archive, "codebook.json", problems), problems, users)
         urls = read_items(archive, problems, users)
-        rounds = check_rounds(json_file(archive, "sampling.json", problems), urls, problems, users)
+        sampling = json_file(archive, "sampling.json", problems)
+        rounds = check_rounds(sampling, urls, problems, users)
         round_numbers = {r["number"] for r in rounds}
         # Packages built before round phases have no discussion.json: their rounds restore blind.
         discussion = json_file(archive, DISCUSSION, problems) if DISCUSSION in archive.namelist() else {}
@@ -153,6 +162,7 @@ def import_study(
         if book is not None:
             annotations = read_annotations(archive, book, urls, round_numbers, problems, users)
             decisions = read_decisions(archive, book, urls, round_numbers, problems, users)
+        gold = check_gold_items(sampling, urls, {d.url for d in decisions}, problems, users)
         model_raters, model_answers = _check_models(archive, book, urls, round_numbers, problems)
         problems.raise_if_any()
         assert book is not None
@@ -188,6 +198,7 @@ def import_study(
                 raise PackageError([f"items.jsonl: {len(item_ids)} items read but {stored} stored"])
             say("Writing rounds, annotations and decisions…")
             round_ids = write_rounds(study, rounds, item_ids, user_map)
+            write_gold_items(study, gold, item_ids, user_map)
             target = Target(study, item_ids, round_ids, dimension_ids, category_ids, user_map)
             decided = {item_ids[d.url]: d.round for d in decisions}
             written = write_annotations(

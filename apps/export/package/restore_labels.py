@@ -42,7 +42,7 @@ from apps.adjudication.services.writes import (
     restore_decisions,
     restore_reviews,
 )
-from apps.annotation.models import Assignment, AssignmentStatus, Round, RoundItem
+from apps.annotation.models import Assignment, AssignmentStatus, GoldItem, Round, RoundItem, RoundKind
 from apps.annotation.writes import RestoredAnnotation, RestoredValue, restore_annotations
 from apps.core.bulk import insert_rows
 
@@ -110,6 +110,8 @@ def write_rounds(
                 "study_id": study.pk,
                 "number": raw["number"],
                 "name": raw.get("name") or "",
+                "kind": raw.get("kind") or RoundKind.RELIABILITY,
+                "pass_mark": raw.get("pass_mark"),
                 "method": raw["method"],
                 "seed": raw.get("seed"),
                 "requested_size": raw.get("requested_size"),
@@ -132,6 +134,23 @@ def write_rounds(
         ),
     )
     return round_ids
+
+
+def write_gold_items(
+    study: Study, gold: list[dict[str, Any]], item_ids: Mapping[str, int], users: Mapping[str, User]
+) -> int:
+    """The study's gold items (decided items marked as gold checks), with who marked them and when."""
+    rows = [
+        {
+            "study_id": study.pk,
+            "item_id": item_ids[raw["url"]],
+            "marked_by_id": users[raw["marked_by"]].pk if raw.get("marked_by") in users else None,
+            "marked_at": stamp(raw["marked_at"]),
+        }
+        for raw in gold
+    ]
+    insert_rows(GoldItem, rows)
+    return len(rows)
 
 
 def _queue_order(

@@ -20,7 +20,7 @@ from apps.accounts.models import Study
 from apps.adjudication.models import Decision, DecisionFinding, Provenance
 from apps.adjudication.queries import discussion_outcome_data
 from apps.agreement.models_report import models_agreement
-from apps.annotation.models import Annotation, Assignment, Cause
+from apps.annotation.models import Annotation, Assignment, Cause, RoundKind
 from apps.corpus.models import Item, Relevance
 from apps.export.package.build import agreement_data, sampling_data
 from apps.export.rows import gold_count_tables
@@ -105,6 +105,7 @@ def methods_data(
             r["number"], r["name"], r["method"], r["size"], *per_round.get(r["number"], (0, 0))
         )
         for r in sampling_data(study)["rounds"]
+        if r["kind"] != RoundKind.TRAINING  # training rounds score annotators; they label nothing
     ]
     annotators = sorted(set(submitted.values_list("annotator__username", flat=True)))
     names = {d.key: d.name for d in index.dimensions}
