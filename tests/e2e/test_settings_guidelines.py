@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.accounts.models import Membership, Role, Study, User
+from apps.annotation.models import Assignment
 from apps.annotation.services import assign_round, draw_round
 from apps.corpus.models import Item, Source
 from apps.taxonomy.codebook_spec import codebook_from_data
@@ -85,8 +86,10 @@ def build_study() -> Study:
 
 
 def new_page(browser: Any) -> Any:
-    # Chromium logs each deliberate refusal (422 form errors, the 403 of an archived study) as a console error
-    page = watched_page(browser, expected_console=("status of 422", "status of 403"))
+    # Chromium (and htmx) log each deliberate refusal (422 form errors, the 403 of an archived study)
+    page = watched_page(
+        browser, expected_console=("status of 422", "status of 403", "Response Status Error Code 403")
+    )
     page.set_default_timeout(15_000)
     return page
 
@@ -128,6 +131,9 @@ def test_settings_guidelines_acknowledgement_and_archive(live_server: Any, brows
     annotator.get_by_role("button", name="I have read the guidelines").click()
     expect(annotator).to_have_url(f"{base}/studies/{SLUG}/queue/")
     assert GuidelinesAcknowledgement.objects.filter(user__username="alice", version__number=1).exists()
+    first = Assignment.objects.filter(annotator__username="alice").order_by("position").first()
+    assert first is not None
+    annotator.goto(f"{base}/studies/{SLUG}/label/{first.pk}/")  # open before the archive, saved after it
 
     owner = new_page(browser)
     log_in(owner, base, "olivia")
@@ -143,6 +149,12 @@ def test_settings_guidelines_acknowledgement_and_archive(live_server: Any, brows
         f"Study {SLUG} is archived: unarchive it in Settings to change it."
     )
     shoot(lead, shots, "archived-refusal")
+    # an htmx request the archive refuses (the workbench's autosave) says why at the top of the page
+    annotator.locator("#memo").fill("Looks like a deadlock in the all-reduce.")
+    expect(annotator.locator("ul.messages[data-request-errors]")).to_contain_text(
+        f"Study {SLUG} is archived: unarchive it in Settings to change it."
+    )
+    shoot(annotator, shots, "archived-autosave")
 
     owner.get_by_role("button", name="Unarchive").click()
     expect(owner.get_by_test_id("archived-banner")).to_have_count(0)
