@@ -97,6 +97,11 @@ def next_item(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- The workbench -----------------------------------------------------------------------------------
 
 
+class TrainingLocked(PermissionDenied):
+    """A real round's item while a training round's pass mark still locks the study's real rounds for the
+    user; the message says which training round and what score is missing (`gold.training_lock`)."""
+
+
 def _pass_mark_rounds(request: HtmxHttpRequest, study: Study) -> Any:
     """The study's training rounds with a pass mark that give the user items (a queryset, not read)."""
     return Round.objects.filter(
@@ -122,7 +127,7 @@ def _own_assignment(request: HtmxHttpRequest, study: Study, pk: int) -> Assignme
     if getattr(assignment, "in_training", False) and assignment.round.kind != RoundKind.TRAINING:
         reason = gold.training_lock(request_user(request), study)
         if reason is not None:
-            raise PermissionDenied(reason)
+            raise TrainingLocked(reason)
     return assignment
 
 
@@ -432,7 +437,7 @@ def _refuse_locked(request: HtmxHttpRequest, study: Study, pk: int) -> None:
         .filter(Exists(training))
     )
     if concerned.exists() and (reason := gold.training_lock(request_user(request), study)) is not None:
-        raise PermissionDenied(reason)
+        raise TrainingLocked(reason)
 
 
 @login_required
@@ -442,7 +447,11 @@ def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     study, role = access_study(request.user, slug)
     if (first := guidelines_first(request, study, role)) is not None:
         return first
-    assignment = _own_assignment(request, study, pk)
+    try:
+        assignment = _own_assignment(request, study, pk)
+    except TrainingLocked as locked:  # say it on the queue, where the training round waits (not a 403 page)
+        messages.warning(request, str(locked))
+        return redirect("annotation:queue", slug=study.slug)
     return render(request, "annotation/workbench.html", _workbench_context(request, study, role, assignment))
 
 
