@@ -52,6 +52,8 @@ ALLOWED_WRITES: dict[tuple[str, str], str] = {
     ("apps/export/management/commands/load_demo.py", "Round"): "the demo's rounds are dated back",
     ("apps/export/package/restore.py", "Study"): _RESTORE,
     ("apps/export/package/restore.py", "Membership"): _RESTORE,
+    ("apps/export/package/restore_guidelines.py", "GuidelinesVersion"): _RESTORE,
+    ("apps/export/package/restore_guidelines.py", "GuidelinesAcknowledgement"): _RESTORE,
     ("apps/export/package/restore_items.py", "Item"): _RESTORE,
     ("apps/export/package/restore_items.py", "ItemComment"): _RESTORE,
     ("apps/export/package/restore_labels.py", "Round"): _RESTORE,

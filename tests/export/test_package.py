@@ -291,3 +291,69 @@ def test_two_package_usernames_that_differ_only_by_case_are_refused(labelled: St
     with pytest.raises(PackageError, match="the package names both 'Olivia' and 'olivia'"):
         import_study("ddp-copy", mixed)
     assert not User.objects.filter(username__iexact="olivia").exists()
+
+
+def test_the_guidelines_and_who_read_them_survive_the_round_trip(labelled: Study, tmp_path: Path) -> None:
+    from apps.taxonomy.guidelines import acknowledge, publish
+    from apps.taxonomy.models import GuidelinesAcknowledgement, GuidelinesVersion
+
+    lead = User.objects.get(username="lena")
+    first = publish(labelled, "Read the **whole** thread.", actor=lead, note="First version")
+    acknowledge(first, User.objects.get(username="alice"))
+    second = publish(labelled, "Label the *fault*, not the question.", actor=lead, note="Faults only")
+    acknowledge(second, User.objects.get(username="bob"))
+
+    copy = import_study("ddp-copy", package(labelled, tmp_path / "p.zip")).study
+
+    def shape(study: Study) -> list[tuple[object, ...]]:
+        return list(
+            GuidelinesVersion.objects.filter(study=study)
+            .order_by("number")
+            .values_list(
+                "number", "introduction", "codebook_version", "note", "published_at", "published_by__username"
+            )
+        )
+
+    assert shape(copy) == shape(labelled) and len(shape(copy)) == 2
+    assert sorted(
+        GuidelinesAcknowledgement.objects.filter(version__study=copy).values_list(
+            "version__number", "user__username", "acknowledged_at"
+        )
+    ) == sorted(
+        GuidelinesAcknowledgement.objects.filter(version__study=labelled).values_list(
+            "version__number", "user__username", "acknowledged_at"
+        )
+    )
+
+
+def test_a_bad_guidelines_entry_is_refused_naming_it_and_nothing_is_written(
+    labelled: Study, tmp_path: Path
+) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    study = json.loads(members(original)["study.json"])
+    study["guidelines"] = [
+        {
+            "number": 1,
+            "introduction": "x",
+            "codebook_version": "two",
+            "note": "",
+            "published_at": "2026-01-01T00:00:00Z",
+        },
+        {
+            "number": 1,
+            "introduction": "y",
+            "codebook_version": 1,
+            "published_at": "yesterday",
+            "acknowledged": [{}],
+        },
+    ]
+    broken = repack(original, tmp_path / "broken.zip", {"study.json": json.dumps(study).encode()})
+    before = counts()
+
+    with pytest.raises(PackageError) as error:
+        import_study("ddp-copy", broken)
+
+    message = str(error.value)
+    assert "study.json.guidelines[0].codebook_version: expected a whole number ≥ 0, got 'two'" in message
+    assert "study.json.guidelines[1].number: expected a new whole number ≥ 1, got 1" in message
+    assert counts() == before

@@ -42,6 +42,7 @@ from ..counts import CountAccumulator, counts_latex, counts_markdown
 from ..json_text import ItemJson
 from ..rows import ExportOptions, StudyReader, count_item, dimension_trees, iso
 from ..services import Written, source_labels
+from .guidelines import guidelines_data
 from .models import models_report, write_models
 from .report import agreement_markdown, readme_text
 
@@ -105,6 +106,7 @@ def study_data(study: Study) -> dict[str, Any]:
         "discuss_after_reveal": study.discuss_after_reveal,
         "require_guidelines": study.require_guidelines,
         "members": [{"username": username, "role": role} for username, role in members],
+        "guidelines": guidelines_data(study),
     }
 
 

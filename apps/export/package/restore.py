@@ -64,6 +64,7 @@ from .reading import (
     text_lines,
     verify,
 )
+from .restore_guidelines import check_guidelines, write_guidelines
 from .restore_items import write_items
 from .restore_labels import (
     Target,
@@ -149,6 +150,7 @@ def import_study(
         say("Checking the study, codebook, items, rounds, annotations and decisions…")
         study_data = json_file(archive, "study.json", problems)
         members = check_study(study_data, problems, users)
+        guidelines = check_guidelines(study_data, problems, users)
         book = check_codebook(json_file(archive, "codebook.json", problems), problems, users)
         urls = read_items(archive, problems, users)
         sampling = json_file(archive, "sampling.json", problems)
@@ -187,6 +189,7 @@ def import_study(
                 Membership(study=study, user=user_map[name], role=role)
                 for name, role in sorted(members.items())
             )
+            write_guidelines(study, guidelines, user_map)
             say("Writing the codebook…")
             categories = write_codebook(study, book, user_map)
             category_ids = {book.ids[key]: c.pk for key, c in categories.items()}
