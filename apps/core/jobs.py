@@ -192,6 +192,7 @@ class JobKind:
     model: type[Job]
     task: Any
     discard: Callable[[Any], None] | None = None
+    writes: bool = False  # writes into its study: refused once the study is archived (`run_job`)
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -397,6 +398,9 @@ def run_job[J: Job](
     (with the exception's type and text) and is raised again, so a worker logs it.
     """
     progress = JobProgress(job, fields=fields, echo=echo, interval=interval)
+    if (refusal := _archived_refusal(job)) is not None:
+        progress.finish(JobStatus.FAILED, message=refusal, error=refusal)
+        return job
     if job.status != JobStatus.RUNNING:
         now = timezone.now()
         job.status = JobStatus.RUNNING
@@ -417,6 +421,26 @@ def run_job[J: Job](
         raise
     progress.finish(JobStatus.SUCCEEDED, message=message)
     return job
+
+
+def _archived_refusal(job: Job) -> str | None:
+    """Why a job of a writing kind may not run (its study was archived after the job was queued), else
+    None. The study is read again: the job's copy may predate the archive."""
+    kind = next((k for k in _KINDS.values() if k.model is type(job)), None)
+    study_id = getattr(job, "study_id", None)
+    if kind is None or not kind.writes or study_id is None:
+        return None
+    field = next(f for f in type(job)._meta.get_fields() if f.name == "study")  # the concrete model's FK
+    if field.related_model is None:
+        return None
+    studies = field.related_model._default_manager
+    fresh = studies.filter(pk=study_id).values_list("archived_at", "slug").first()
+    if fresh is None or fresh[0] is None:
+        return None
+    return (
+        f"Not run: study {fresh[1]} was archived after this job was queued. "
+        "Unarchive it in Settings, then run it again."
+    )
 
 
 def _record_errors(job: Job, errors: list[dict[str, Any]], progress: JobProgress) -> None:

@@ -15,6 +15,6 @@ class CorpusConfig(AppConfig):
         from .tasks import run_import_task
 
         # A resent import reruns exactly (the upsert by canonical URL): nothing to clean up first.
-        register_kind(JobKind("import", ImportJob, run_import_task))
+        register_kind(JobKind("import", ImportJob, run_import_task, writes=True))
         # SQLite's full-text index lives outside the migrations (a table remake would drop its triggers).
         post_migrate.connect(ensure_sqlite_fts, sender=self, dispatch_uid="corpus-sqlite-fts")

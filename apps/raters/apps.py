@@ -17,4 +17,4 @@ class RatersConfig(AppConfig):
         port.provide(suggestion)  # the workbench's suggestions, behind the port's gate
 
         # A resent run resumes: what it stored is kept and not asked again (nothing to clean up).
-        register_kind(JobKind("model_run", ModelRun, run_model_task))
+        register_kind(JobKind("model_run", ModelRun, run_model_task, writes=True))

@@ -53,3 +53,22 @@ def test_the_render_task_renders_items_stored_unrendered(study: Study) -> None:
 
     assert not Item.objects.in_study(study).unrendered().exists()
     assert "<em>2</em>" in Item.objects.get(url=make_record(2).url).body_html
+
+
+def test_an_import_queued_before_its_study_was_archived_does_not_run(study: Study, tmp_path: Path) -> None:
+    from django.utils import timezone
+
+    job = _job(study, tmp_path)
+    Study.objects.filter(pk=study.pk).update(archived_at=timezone.now())  # archived while the job waited
+
+    tasks.run_import_task.apply(args=(job.pk,))
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert f"study {study.slug} was archived after this job was queued" in job.message
+    assert not Item.objects.in_study(study).exists()
+    Study.objects.filter(pk=study.pk).update(archived_at=None)
+    again = _job(study, tmp_path)
+    tasks.run_import_task.apply(args=(again.pk,))
+    again.refresh_from_db()
+    assert again.status == JobStatus.SUCCEEDED and Item.objects.in_study(study).count() == 12
