@@ -86,6 +86,9 @@ def test_the_members_page_offers_a_lead_only_what_a_lead_may_do(
     assert "Change role" not in as_lead and 'id="role-' not in as_lead
     assert f"Remove {annotator_a.username}" in as_lead
     assert "Remove olivia" not in as_lead and "Remove lena" not in as_lead
+    # the add and invite forms offer a lead the annotator role only; an owner every role
+    assert '<option value="lead"' not in as_lead and '<option value="owner"' not in as_lead
+    assert as_owner.count('<option value="owner"') >= 2
     # an owner manages everyone
     assert "Change role" in as_owner and f'id="role-{Membership.objects.get(user=lead).pk}"' in as_owner
     assert "Remove lena" in as_owner and f"Remove {annotator_a.username}" in as_owner

@@ -52,14 +52,19 @@ def _page(
         {"m": m, "is_self": m.user_id == request.user.pk, "may_remove": owner or m.role == Role.ANNOTATOR}
         for m in memberships
     ]
+    form = extra.pop("form", None) or AddMemberForm()
+    invite_form = extra.pop("invite_form", None) or InvitationForm(prefix=INVITE)
+    if not owner:  # offer a lead only the role a lead may give (a crafted post gets the service's reason)
+        for shown in (form, invite_form):
+            shown.fields["role"].widget.choices = [(Role.ANNOTATOR.value, Role.ANNOTATOR.label)]
     ctx = study_context(
         study,
         role,
         "members",
         rows=rows,
         invitations=Invitation.objects.filter(study=study).pending().select_related("created_by"),
-        form=extra.pop("form", None) or AddMemberForm(),
-        invite_form=extra.pop("invite_form", None) or InvitationForm(prefix=INVITE),
+        form=form,
+        invite_form=invite_form,
         roles=Role.choices,
         may_change_roles=owner,
         **extra,
