@@ -28,6 +28,7 @@ urlpatterns = [
     path("rounds/<int:number>/reassign/<int:pk>/", views.reassign, name="reassign"),
     path("rounds/<int:number>/reveal/", views.reveal, name="reveal"),
     path("rounds/<int:number>/kind/", views.round_kind, name="round-kind"),
+    path("rounds/<int:number>/pass-mark/", views.round_pass_mark, name="round-pass-mark"),
     path("rounds/<int:number>/close-discussion/", views.close_discussion, name="close-discussion"),
     path("rounds/<int:number>/discussion/", views.round_discussion, name="discussion"),
     path("screening/", views.screening, name="screening"),

@@ -513,7 +513,7 @@ def test_a_restored_package_keeps_the_training_round_its_pass_mark_and_the_gold_
     [
         (lambda s: s["gold_items"][0].update(url="https://example.org/x"), "is not an item of items.jsonl"),
         (lambda s: s["rounds"][-1].update(kind="quiz"), "expected one of reliability"),
-        (lambda s: s["rounds"][-1].update(pass_mark=120), "a whole percentage from 0 to 100"),
+        (lambda s: s["rounds"][-1].update(pass_mark=120), "a whole percentage from 1 to 100"),
         (lambda s: s["rounds"][0].update(pass_mark=50), "only a training round has a pass mark"),
     ],
 )
@@ -570,3 +570,33 @@ def test_the_methods_section_counts_no_training_round_among_the_labelling_rounds
     numbers = [r.number for r in facts.rounds]
 
     assert training.number not in numbers and numbers == [1, 2]
+
+
+def test_a_lead_changes_a_training_rounds_pass_mark_on_its_page_and_the_lock_follows(
+    client: Client, study: Study, training: Round, lead: User, annotator_a: User
+) -> None:
+    first, second = Assignment.objects.filter(round=training, annotator=annotator_a).order_by("pk")
+    submit_annotation(first, _answer(first, right=True), annotator_a, codebook_version=_version(study))
+    submit_annotation(second, _answer(second, right=False), annotator_a, codebook_version=_version(study))
+    assert training_lock(annotator_a, study) is not None  # 83 % below 100 %
+    page = reverse("annotation:round-detail", args=[study.slug, training.number])
+    url = reverse("annotation:round-pass-mark", args=[study.slug, training.number])
+    login(client, lead)
+
+    shown = client.get(page).content.decode()
+    assert 'name="pass_mark"' in shown and 'value="100"' in shown and "Make it a" not in shown
+
+    lowered = client.post(url, {"pass_mark": "80"}, follow=True).content.decode()
+    assert "has pass mark 80 %" in lowered and training_lock(annotator_a, study) is None
+    for bad, reason in (
+        ("0", "the pass mark is a percentage from 1 to 100 (got 0)"),
+        ("most", "'most' is not a whole number"),
+    ):
+        refused = client.post(url, {"pass_mark": bad}, follow=True).content.decode()
+        assert f"Pass mark not changed: {reason}" in refused.replace("&#x27;", "'")
+    assert Round.objects.get(pk=training.pk).pass_mark == 80
+    cleared = client.post(url, {"pass_mark": ""}, follow=True).content.decode()
+    assert "no pass mark: it locks nothing" in cleared
+    assert Round.objects.get(pk=training.pk).pass_mark is None
+    real = reverse("annotation:round-pass-mark", args=[study.slug, 1])
+    assert "is not a training round" in client.post(real, {"pass_mark": "50"}, follow=True).content.decode()

@@ -220,6 +220,9 @@ MATRIX: dict[str, Rule] = {
     "annotation:round-kind": page(
         "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
     ),
+    "annotation:round-pass-mark": page(
+        "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
+    ),
     "annotation:close-discussion": page(
         "lead", "POST", kwargs=lambda w: {"slug": w.study.slug, "number": 1}, post=302
     ),

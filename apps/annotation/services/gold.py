@@ -243,6 +243,25 @@ def create_training_round(
         return _seed(study, round_, size, seed, annotators)
 
 
+def set_pass_mark(study: Study, number: int, pass_mark: int | None) -> Round:
+    """Set (1-100 percent) or clear (None) a training round's pass mark. Raising it locks the study's
+    other rounds again for those of its annotators whose score is below it; lowering or clearing it lets
+    them through at once (`training_lock` reads it on every request). Refused (GoldError): no such round,
+    not a training round, a mark out of range."""
+    if pass_mark is not None and not 1 <= pass_mark <= 100:
+        raise GoldError(f"the pass mark is a percentage from 1 to 100 (got {pass_mark})")
+    with transaction.atomic():
+        round_ = Round.objects.select_for_update().filter(study=study, number=number).first()
+        if round_ is None:
+            raise GoldError(f"study {study.slug} has no round {number}")
+        if round_.kind != RoundKind.TRAINING:
+            raise GoldError(f"{round_} is not a training round: only a training round has a pass mark")
+        if round_.pass_mark != pass_mark:
+            round_.pass_mark = pass_mark
+            round_.save(update_fields=["pass_mark"])
+    return round_
+
+
 # --- Scores, feedback and the pass mark ----------------------------------------------------------------
 
 

@@ -4,7 +4,18 @@ from .causes import causes
 from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
 from .grid import add_from_grid
 from .guidelines import acknowledge, guidelines_page, guidelines_version
-from .rounds import add_items, assign, draw, reassign, round_detail, round_kind, rounds, screen, screening
+from .rounds import (
+    add_items,
+    assign,
+    draw,
+    reassign,
+    round_detail,
+    round_kind,
+    round_pass_mark,
+    rounds,
+    screen,
+    screening,
+)
 from .threads import cause, comment, inbox, thread
 from .workbench import next_item, queue, save_draft, submit, workbench
 
@@ -30,6 +41,7 @@ __all__ = [
     "round_detail",
     "round_discussion",
     "round_kind",
+    "round_pass_mark",
     "rounds",
     "save_draft",
     "screen",

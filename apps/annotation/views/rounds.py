@@ -26,6 +26,7 @@ from .. import services
 from ..forms import AddItemsForm, AssignForm, DrawRoundForm, ReassignForm, ScreenForm
 from ..models import Assignment, Round, RoundItem, SampleMethod
 from ..phases import discusses, is_blind
+from ..services import gold
 from .common import request_user
 
 SCREEN_PAGE = 50
@@ -318,6 +319,27 @@ def screen(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     if error:
         messages.error(request, error)
     return redirect("annotation:screening", slug=study.slug)
+
+
+@login_required
+@require_POST
+def round_pass_mark(request: HtmxHttpRequest, slug: str, number: int) -> HttpResponse:
+    """A lead sets or clears a training round's pass mark (an empty field clears it)."""
+    study, _ = access_study(request.user, slug, lead=True)
+    text = request.POST.get("pass_mark", "").strip()
+    try:
+        mark = int(text) if text else None
+    except ValueError:
+        messages.error(request, f"Pass mark not changed: {text!r} is not a whole number from 1 to 100.")
+        return redirect("annotation:round-detail", slug=study.slug, number=number)
+    try:
+        round_ = gold.set_pass_mark(study, number, mark)
+    except gold.GoldError as exc:
+        messages.error(request, f"Pass mark not changed: {exc}.")
+    else:
+        done = f"pass mark {mark} %" if mark is not None else "no pass mark: it locks nothing"
+        messages.success(request, f"{round_} has {done}.")
+    return redirect("annotation:round-detail", slug=study.slug, number=number)
 
 
 @login_required

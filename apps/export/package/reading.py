@@ -304,16 +304,16 @@ def check_rounds(
 
 def _check_kind(raw: dict[str, Any], at: str, problems: Problems) -> None:
     """A round's kind (packages before training rounds have none: reliability) and pass mark (a training
-    round's, a whole percentage from 0 to 100, or null)."""
+    round's, a whole percentage from 1 to 100, or null)."""
     kind = raw.get("kind", RoundKind.RELIABILITY)
     if kind not in RoundKind.values:
         problems.add(f"{at}.kind", f"expected one of {', '.join(RoundKind.values)}, got {kind!r}"[:300])
     mark = raw.get("pass_mark")
     if mark is None:
         return
-    if not isinstance(mark, int) or isinstance(mark, bool) or not 0 <= mark <= 100:
+    if not isinstance(mark, int) or isinstance(mark, bool) or not 1 <= mark <= 100:
         problems.add(
-            f"{at}.pass_mark", f"expected a whole percentage from 0 to 100 or null, got {mark!r}"[:300]
+            f"{at}.pass_mark", f"expected a whole percentage from 1 to 100 or null, got {mark!r}"[:300]
         )
     elif kind != RoundKind.TRAINING:
         problems.add(
