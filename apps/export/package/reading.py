@@ -321,21 +321,28 @@ def _check_kind(raw: dict[str, Any], at: str, problems: Problems) -> None:
         )
 
 
+def optional_entries(
+    data: Any, key: str, where: str, problems: Problems
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects of `data`'s optional list `key` (absent: none), each with its place in the file
+    (``{where}.{key}[n]``); a list or an entry of the wrong type is a problem, and is skipped."""
+    value = data.get(key, []) if isinstance(data, dict) else []
+    if not expect(value, list, f"{where}.{key}", problems):
+        return
+    for position, raw in enumerate(value):
+        at = f"{where}.{key}[{position}]"
+        if expect(raw, dict, at, problems):
+            yield at, raw
+
+
 def check_gold_items(
     data: Any, urls: Mapping[str, int], decided: set[str], problems: Problems, users: set[str]
 ) -> list[dict[str, Any]]:
     """sampling.json's `gold_items` (absent in packages before gold checks): each a decided item of the
     package, once, with who marked it (a username or null) and when."""
-    where = "sampling.json.gold_items"
-    value = data.get("gold_items", []) if isinstance(data, dict) else []
-    if not expect(value, list, where, problems):
-        return []
     seen: set[str] = set()
     gold = []
-    for position, raw in enumerate(value):
-        at = f"{where}[{position}]"
-        if not expect(raw, dict, at, problems):
-            continue
+    for at, raw in optional_entries(data, "gold_items", "sampling.json", problems):
         url = raw.get("url")
         if not isinstance(url, str) or url not in urls:
             problems.add(f"{at}.url", f"{url!r} is not an item of items.jsonl"[:300])

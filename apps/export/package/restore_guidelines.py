@@ -11,22 +11,26 @@ from apps.accounts.models import Study, User
 from apps.core.bulk import insert_rows
 from apps.taxonomy.models import GuidelinesAcknowledgement, GuidelinesVersion
 
-from .reading import Problems, expect, new_number, read_time, stamp, text_field, username_field
+from .reading import (
+    Problems,
+    expect,
+    new_number,
+    optional_entries,
+    read_time,
+    stamp,
+    text_field,
+    username_field,
+)
 
 NOTE_MAX = GuidelinesVersion._meta.get_field("note").max_length
 
 
 def check_guidelines(data: Any, problems: Problems, users: set[str]) -> list[dict[str, Any]]:
     """study.json's ``guidelines`` (absent: none), each problem named by its place."""
-    where = "study.json.guidelines"
-    value = data.get("guidelines", []) if isinstance(data, dict) else []
-    if not expect(value, list, where, problems):
-        return []
     numbers: set[int] = set()
     versions = []
-    for position, raw in enumerate(value):
-        at = f"{where}[{position}]"
-        if not expect(raw, dict, at, problems) or new_number(raw, at, numbers, problems) is None:
+    for at, raw in optional_entries(data, "guidelines", "study.json", problems):
+        if new_number(raw, at, numbers, problems) is None:
             continue
         text_field(raw, "introduction", at, problems)
         if len(text_field(raw, "note", at, problems)) > (NOTE_MAX or 300):
