@@ -205,6 +205,11 @@ def _seed(
     return SeedResult(round_, seeded)
 
 
+def _check_pass_mark(pass_mark: int | None) -> None:
+    if pass_mark is not None and not 1 <= pass_mark <= 100:
+        raise GoldError(f"the pass mark is a percentage from 1 to 100 (got {pass_mark})")
+
+
 def create_training_round(
     study: Study,
     annotators: Sequence[str],
@@ -221,8 +226,7 @@ def create_training_round(
     range, too few gold items."""
     if size < 1:
         raise GoldError(f"a training round needs at least one item per annotator (got {size})")
-    if pass_mark is not None and not 1 <= pass_mark <= 100:
-        raise GoldError(f"the pass mark is a percentage from 1 to 100 (got {pass_mark})")
+    _check_pass_mark(pass_mark)
     if not annotators:
         raise GoldError("a training round needs at least one annotator")
     with transaction.atomic():
@@ -248,8 +252,7 @@ def set_pass_mark(study: Study, number: int, pass_mark: int | None) -> Round:
     other rounds again for those of its annotators whose score is below it; lowering or clearing it lets
     them through at once (`training_lock` reads it on every request). Refused (GoldError): no such round,
     not a training round, a mark out of range."""
-    if pass_mark is not None and not 1 <= pass_mark <= 100:
-        raise GoldError(f"the pass mark is a percentage from 1 to 100 (got {pass_mark})")
+    _check_pass_mark(pass_mark)
     with transaction.atomic():
         round_ = Round.objects.select_for_update().filter(study=study, number=number).first()
         if round_ is None:
