@@ -308,7 +308,12 @@ def _fixtures(slug: str, count: int) -> dict[str, Any]:
         .exclude(annotator__username=annotator)
         .values_list("item_id", "annotator__username", "id")
     }
+    annotator_ids = list(
+        Assignment.objects.filter(study=study).values_list("annotator_id", flat=True).distinct()[:2]
+    )
     return {
+        "queue_round": reviews.values_list("round_id", flat=True).first(),
+        "queue_pair": annotator_ids,
         "deep_item": deep_item,
         "deep_filtered": deep_filtered_id,
         "deep_cursor": encode_cursor(deep_review),
@@ -385,6 +390,18 @@ def measure(
             f"{study}/disagreements/?after={fixtures['deep_cursor']}",
             "keyset",
         ),
+        (
+            "disagreement queue, by round",
+            f"{study}/disagreements/?round={fixtures['queue_round']}&sort=category",
+            "a round, sorted by category",
+        ),
+        (
+            "disagreement queue, by pair",
+            f"{study}/disagreements/?annotator={fixtures['queue_pair'][0]}"
+            f"&with_annotator={fixtures['queue_pair'][-1]}&dimension=issue_type",
+            "two annotators, one dimension",
+        ),
+        ("rounds page", f"{study}/rounds/", "every round's progress per annotator"),
         ("agreement dashboard", f"{study}/agreement/", "stored snapshot or its job"),
         ("codebook page", f"{study}/codebook/", ""),
         ("export page", f"{study}/export/", ""),

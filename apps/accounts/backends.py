@@ -28,6 +28,10 @@ REQUEST_WRITES: ContextVar[bool] = ContextVar("taxonomist_request_writes", defau
 """Whether the request being served may write (its method is not GET, HEAD or OPTIONS); set per request by
 the middleware, read by `permissions.access_study` to refuse writes to an archived study."""
 
+REQUEST_WROTE: ContextVar[int | None] = ContextVar("taxonomist_request_wrote", default=None)
+"""The id of the study a writing request opened through `permissions.access_study`, or None: once the view
+has returned, the middleware forgets that study's cached figures (`apps.core.generations.study_written`)."""
+
 STUDY_ACCESS = "_taxonomist_study_access"
 """Attribute of a user loaded on a study's URL: (slug, role or None, study or None), for `access_study`."""
 

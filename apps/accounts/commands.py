@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
+from apps.core.generations import command_writes
+
 from .models import Study
 from .permissions import archived_message
 
@@ -17,6 +19,8 @@ def get_study(slug: str, *, reads_only: bool = False) -> Study:
     if study is None:
         known = ", ".join(Study.objects.order_by("slug").values_list("slug", flat=True)[:20]) or "none"
         raise CommandError(f"No study with the slug {slug!r} (known: {known}).")
-    if study.archived_at is not None and not reads_only:
-        raise CommandError(archived_message(study))
+    if not reads_only:
+        if study.archived_at is not None:
+            raise CommandError(archived_message(study))
+        command_writes(study.pk)  # the study's pages must count what the command writes
     return study

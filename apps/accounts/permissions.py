@@ -12,7 +12,7 @@ from django.http import Http404
 
 from apps.core.sql import Statement, columns, instance
 
-from .backends import REQUEST_WRITES, STUDY_ACCESS
+from .backends import REQUEST_WRITES, REQUEST_WROTE, STUDY_ACCESS
 from .models import Membership, Role, Study, User
 
 LEAD_ROLES = frozenset({Role.LEAD, Role.OWNER})
@@ -83,6 +83,8 @@ def access_study(
     role = str(found)
     if lead and role not in LEAD_ROLES:
         raise PermissionDenied("Only a lead or an owner of this study can do this.")
-    if study.archived_at is not None and not archived_ok and REQUEST_WRITES.get():
-        raise StudyArchived(study)
+    if REQUEST_WRITES.get():
+        if study.archived_at is not None and not archived_ok:
+            raise StudyArchived(study)
+        REQUEST_WROTE.set(study.pk)
     return study, role

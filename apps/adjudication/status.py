@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 
 from apps.accounts.models import Role, Study
 from apps.annotation.models import Assignment, AssignmentStatus, Round, RoundItem
+from apps.core import generations
 from apps.corpus.models import Item
 from apps.taxonomy.models import Codebook
 
@@ -69,6 +70,31 @@ def study_status(study: Study, counts: Sequence[AssignmentCount] | None = None) 
     }
 
 
+@dataclass(frozen=True)
+class Overview:
+    """The study page's figures: the status object and the lead's progress per annotator and per round."""
+
+    status: dict[str, Any]
+    annotators: list[dict[str, Any]]
+    rounds: list[dict[str, Any]]
+
+
+def overview(study: Study) -> Overview:
+    """`Overview` of `study`, from the cache while nothing in the study has changed
+    (`apps.core.generations.study_figures`): computing it scans every assignment, decision and review of the
+    study (70 ms at 100,000 items), and the study page and the status endpoint show it on every view."""
+
+    def compute() -> Overview:
+        counts = assignment_counts(study)
+        return Overview(
+            status=study_status(study, counts),
+            annotators=progress_by_annotator(study, counts),
+            rounds=progress_by_round(study, counts),
+        )
+
+    return generations.study_figures(study, "adjudication.overview", compute)
+
+
 def blind_status(status: dict[str, Any]) -> dict[str, Any]:
     """What an annotator may read of the study's status: the same object with `decisions` and
     `disagreements_open` set to None. Those two move with the other annotators' labels: when an annotator
@@ -79,10 +105,10 @@ def blind_status(status: dict[str, Any]) -> dict[str, Any]:
     return {**status, "decisions": None, "disagreements_open": None}
 
 
-def status_for(study: Study, role: str, counts: Sequence[AssignmentCount] | None = None) -> dict[str, Any]:
+def status_for(study: Study, role: str) -> dict[str, Any]:
     """`study_status` as the member with `role` may read it: leads and owners in full, annotators blind
-    (`blind_status`). Pages and the API read the status through this."""
-    status = study_status(study, counts)
+    (`blind_status`), from the cached `overview`. Pages and the API read the status through this."""
+    status = overview(study).status
     return status if role in (Role.LEAD, Role.OWNER) else blind_status(status)
 
 

@@ -45,20 +45,21 @@ from .queries import (
 )
 from .services import AdjudicationError, DecisionConflict, claim, decide
 from .sheet import Block, Composed, DimensionInfo, Sheet, apply_action
-from .status import assignment_counts, progress_by_annotator, progress_by_round, status_for
+from .status import blind_status, overview
 
 
 @login_required
 @require_GET
 def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug)
-    # A lead sees three tallies of the assignments: one scan of them serves all three.
-    counts = assignment_counts(study) if role in LEAD_ROLES else None
-    status = status_for(study, role, counts)  # annotators: without the counts that move with others' labels
+    figures = overview(study)  # from the cache while nothing in the study has changed
+    lead = role in LEAD_ROLES
+    # annotators: without the counts that move with others' labels, nor the others' progress
+    status = figures.status if lead else blind_status(figures.status)
     ctx = study_context(study, role, "overview", status=status)
-    if counts is not None:
-        ctx["annotators"] = progress_by_annotator(study, counts)
-        ctx["rounds"] = progress_by_round(study, counts)
+    if lead:
+        ctx["annotators"] = figures.annotators
+        ctx["rounds"] = figures.rounds
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     ctx["my_open"] = mine.filter(status=AssignmentStatus.OPEN).count()
     ctx["my_done"] = mine.filter(status=AssignmentStatus.SUBMITTED).count()

@@ -6,8 +6,6 @@ class AgreementConfig(AppConfig):
     label = "agreement"
 
     def ready(self) -> None:
-        from django.core.signals import request_finished, request_started
-
         from apps.annotation.signals import annotation_submitted
         from apps.core.jobs import JobKind, register_kind
         from apps.taxonomy.signals import codebook_changed
@@ -21,5 +19,3 @@ class AgreementConfig(AppConfig):
 
         annotation_submitted.connect(freshness.on_annotation_submitted, dispatch_uid="agreement-labels")
         codebook_changed.connect(freshness.on_codebook_changed, dispatch_uid="agreement-codebook")
-        request_started.connect(freshness.on_request_started, dispatch_uid="agreement-request-started")
-        request_finished.connect(freshness.on_request_finished, dispatch_uid="agreement-request-finished")

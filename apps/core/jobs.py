@@ -47,6 +47,7 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from apps.core import generations
 from apps.core.models import Job, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ class JobKind:
     model: type[Job]
     task: Any
     discard: Callable[[Any], None] | None = None
-    writes: bool = False  # writes into its study: refused once the study is archived (`run_job`)
+    writes: bool = False  # writes into its study: refused once archived; its figures forgotten (`run_job`)
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -314,6 +315,9 @@ class JobProgress:
         self._clock = clock
         self._last_write: float | None = None
         self.writes = 0
+        # The study a writing job writes into (set by `run_job`): its cached figures are forgotten with
+        # every progress write, so that its pages count what the job has committed so far.
+        self.writes_into: int | None = None
 
     # --- progress ---------------------------------------------------------------------------------
 
@@ -358,6 +362,8 @@ class JobProgress:
         type(job)._default_manager.filter(pk=job.pk).update(**values)
         self._last_write = self._clock()
         self.writes += 1
+        if self.writes_into is not None:
+            generations.figures_changed(self.writes_into)
         if self.echo is not None:
             self.echo(self.line())
 
@@ -398,6 +404,8 @@ def run_job[J: Job](
     (with the exception's type and text) and is raised again, so a worker logs it.
     """
     progress = JobProgress(job, fields=fields, echo=echo, interval=interval)
+    if _kind_of(job).writes:
+        progress.writes_into = getattr(job, "study_id", None)
     if (refusal := _archived_refusal(job)) is not None:
         progress.finish(JobStatus.FAILED, message=refusal, error=refusal)
         return job
@@ -423,12 +431,17 @@ def run_job[J: Job](
     return job
 
 
+def _kind_of(job: Job) -> JobKind:
+    """The registered kind of `job`, or a reading kind of no name for a model nobody registered (tests)."""
+    found = next((k for k in _KINDS.values() if k.model is type(job)), None)
+    return found or JobKind("", type(job), None)
+
+
 def _archived_refusal(job: Job) -> str | None:
     """Why a job of a writing kind may not run (its study was archived after the job was queued), else
     None. The study is read again: the job's copy may predate the archive."""
-    kind = next((k for k in _KINDS.values() if k.model is type(job)), None)
     study_id = getattr(job, "study_id", None)
-    if kind is None or not kind.writes or study_id is None:
+    if not _kind_of(job).writes or study_id is None:
         return None
     field = next(f for f in type(job)._meta.get_fields() if f.name == "study")  # the concrete model's FK
     if field.related_model is None:

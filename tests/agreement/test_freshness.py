@@ -17,6 +17,7 @@ from apps.accounts.models import Study, User
 from apps.agreement import freshness, services
 from apps.annotation.models import Assignment, AssignmentStatus, LabelValue, Round
 from apps.annotation.services import submit_annotation
+from apps.core import generations
 from apps.corpus.models import Item
 from apps.taxonomy.models import Category, Codebook
 from apps.taxonomy.services.categories import merge_category
@@ -151,7 +152,7 @@ class _Down:
 def test_without_the_cache_values_are_computed_and_changes_are_not_refused(
     study: Study, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(freshness, "cache", _Down())
+    monkeypatch.setattr(generations, "cache", _Down())
     calls: list[int] = []
 
     def compute() -> int:
@@ -174,14 +175,14 @@ def test_a_submission_writes_to_the_cache_once_at_commit_and_reads_nothing(
     and another at commit; the dashboard still sees the change (the tests above)."""
     services.fingerprint(labelled)
     calls: list[str] = []
-    real = freshness.cache
+    real = generations.cache
 
     class Counting:
         def __getattr__(self, name: str) -> Any:
             calls.append(name)
             return getattr(real, name)
 
-    monkeypatch.setattr(freshness, "cache", Counting())
+    monkeypatch.setattr(generations, "cache", Counting())
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         _submit_a_new_item(labelled, annotator_b)
     assert calls == []  # nothing before the commit
@@ -198,20 +199,20 @@ def test_in_a_request_the_token_is_replaced_after_the_response_elsewhere_at_once
     from django.core.signals import request_finished, request_started
 
     for signal, receiver, uid in (
-        (request_started, freshness.on_request_started, "agreement-request-started"),
-        (request_finished, freshness.on_request_finished, "agreement-request-finished"),
+        (request_started, generations.on_request_started, "generations-request-started"),
+        (request_finished, generations.on_request_finished, "generations-request-finished"),
     ):  # connected to Django's request signals (the app's ready())
         assert signal.disconnect(dispatch_uid=uid)
         signal.connect(receiver, dispatch_uid=uid)
     written: list[tuple[str, int]] = []
-    monkeypatch.setattr(freshness, "_replace", lambda kind, pk: written.append((kind, pk)))
-    freshness.on_request_started()
+    monkeypatch.setattr(generations, "_replace", lambda kind, pk: written.append((kind, pk)))
+    generations.on_request_started()
     try:
-        freshness._committed("study", labelled.pk)
-        freshness._committed("study", labelled.pk)  # twice in one request: written once
+        generations._committed("study", labelled.pk)
+        generations._committed("study", labelled.pk)  # twice in one request: written once
         assert written == []
     finally:
-        freshness.on_request_finished()
+        generations.on_request_finished()
     assert written == [("study", labelled.pk)]
-    freshness._committed("codebook", 7)
+    generations._committed("codebook", 7)
     assert written == [("study", labelled.pk), ("codebook", 7)]

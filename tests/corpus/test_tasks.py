@@ -72,3 +72,13 @@ def test_an_import_queued_before_its_study_was_archived_does_not_run(study: Stud
     tasks.run_import_task.apply(args=(again.pk,))
     again.refresh_from_db()
     assert again.status == JobStatus.SUCCEEDED and Item.objects.in_study(study).count() == 12
+
+
+def test_the_study_pages_count_what_an_import_job_wrote(study: Study, tmp_path: Path) -> None:
+    """A writing job forgets its study's cached figures as it writes, so the study page, whose figures are
+    cached between changes, counts the imported items once the job has committed them."""
+    from apps.adjudication.status import overview
+
+    assert overview(study).status["items"] == 0  # now cached
+    tasks.run_import_task.apply(args=(_job(study, tmp_path).pk,))
+    assert overview(study).status["items"] == 12

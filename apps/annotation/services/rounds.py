@@ -15,6 +15,7 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Study, User
+from apps.core import generations
 from apps.corpus.models import Item, ItemQuerySet, Relevance
 from apps.corpus.services.grid_writes import ScreeningError, screen
 
@@ -465,6 +466,34 @@ def round_progress(study: Study) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+@dataclass(frozen=True)
+class RoundsOverview:
+    """The rounds page's figures: the rounds (each with `n_items`), `round_progress`, how many items a new
+    round can draw from, and how many are unscreened."""
+
+    rounds: list[Round]
+    progress: list[dict[str, Any]]
+    eligible: int
+    unscreened: int
+
+
+def rounds_overview(study: Study) -> RoundsOverview:
+    """`RoundsOverview` of `study`, from the cache while nothing in the study has changed
+    (`apps.core.generations.study_figures`): the medians read every submission's seconds and the eligible
+    count every item (210 ms at 100,000 items), on every view of the rounds page."""
+
+    def compute() -> RoundsOverview:
+        rounds = Round.objects.filter(study=study).annotate(n_items=Count("round_items")).order_by("number")
+        return RoundsOverview(
+            rounds=list(rounds),
+            progress=round_progress(study),
+            eligible=eligible_items(study).count(),
+            unscreened=Item.objects.filter(study=study, relevance=Relevance.UNSCREENED).count(),
+        )
+
+    return generations.study_figures(study, "annotation.rounds_overview", compute)
 
 
 def set_round_kind(study: Study, number: int, kind: str) -> Round:

@@ -45,10 +45,10 @@ def _members(study: Study) -> list[str]:
 
 
 def _rounds_context(study: Study, role: str, **forms: Any) -> dict[str, Any]:
-    rounds = list(Round.objects.filter(study=study).annotate(n_items=Count("round_items")).order_by("number"))
-    progress = services.round_progress(study)
+    figures = services.rounds_overview(study)  # from the cache while nothing in the study has changed
+    rounds = figures.rounds
     by_round: dict[int, list[dict[str, Any]]] = {}
-    for row in progress:
+    for row in figures.progress:
         by_round.setdefault(row["round_id"], []).append(row)
     next_number = (rounds[-1].number + 1) if rounds else 1
     members = _members(study)
@@ -58,8 +58,8 @@ def _rounds_context(study: Study, role: str, **forms: Any) -> dict[str, Any]:
         "assign_form": forms.get("assign_form")
         or AssignForm(rounds=[r.number for r in rounds], members=members, overlap=study.overlap),
         "add_form": forms.get("add_form") or AddItemsForm(initial={"number": next_number}),
-        "eligible": services.eligible_items(study).count(),
-        "unscreened": Item.objects.filter(study=study, relevance=Relevance.UNSCREENED).count(),
+        "eligible": figures.eligible,
+        "unscreened": figures.unscreened,
     }
     return study_context(study, role, "rounds", **ctx)
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.accounts.models import Study
 from apps.accounts.permissions import LEAD_ROLES, access_study
 from apps.core.context import study_context
+from apps.core.generations import study_figures
 from apps.core.http import HtmxHttpRequest
 
 from .. import services
@@ -74,8 +75,8 @@ def _codebook_context(request: HtmxHttpRequest, study: Study, role: str) -> dict
     index = CodebookIndex.for_study(study)
     counts: dict[int, tuple[int, int]] = {}
     book = Codebook(pk=index.codebook_id) if index.codebook_id else None
-    if lead and book is not None:
-        counts = services.label_counts(book)
+    if lead and book is not None:  # every label value of the study counted: cached while nothing changes
+        counts = study_figures(study, f"taxonomy.label_counts:{book.pk}", lambda: services.label_counts(book))
     proposals = sum(1 for c in index.categories.values() if c.is_proposed)
     retired_dimensions = [d for d in index.all_dimensions if d.retired] if lead else []
     return study_context(
