@@ -29,10 +29,11 @@ from .models import Decision, DecisionValue, Review, ReviewState
 from .services.writes import move_gold_values
 
 
-def _review_decided_sql(item: str) -> str:
+def _review_decided_sql(item: str, unless: str = "") -> str:
+    also = f" AND NOT ({unless})" if unless else ""
     return (
         f'EXISTS (SELECT 1 FROM "{Review._meta.db_table}" v '
-        f"WHERE v.item_id = {item} AND v.state = '{ReviewState.DECIDED.value}')"
+        f"WHERE v.item_id = {item} AND v.state = '{ReviewState.DECIDED.value}'{also})"
     )
 
 

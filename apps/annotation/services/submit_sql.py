@@ -62,7 +62,7 @@ SELECT f.first FROM (
         SELECT a.id FROM "{Assignment._meta.db_table}" a
         WHERE a.annotator_id = %(user)s AND a.status = %(open)s AND a.round_id = r.id
           AND a.id <> %(after)s
-          AND (a.gold OR NOT {decided().review_decided_sql("a.item_id")})
+          AND NOT {decided().review_decided_sql("a.item_id", unless="a.gold")}
         ORDER BY a.position, a.id
         LIMIT 1
     ) AS first
