@@ -21,7 +21,8 @@ from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
 from apps.annotation.phases import discusses
 from apps.annotation.services.causes import cause_counts
-from apps.corpus.models import Item
+from apps.core import generations
+from apps.corpus.models import Item, item_text_fields
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
 
@@ -296,6 +297,7 @@ def short_of_annotators(study: Study) -> QuerySet[Review]:
         .filter(Exists(in_round))
         .exclude(Exists(in_round.exclude(status=AssignmentStatus.SUBMITTED)))
         .select_related("item", "round")
+        .defer(*item_text_fields("item__"))
         .order_by("item_id")
     )
 
@@ -354,7 +356,8 @@ def queue_page(
     if after is not None:
         key, item_id = after
         reviews = reviews.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
-    page = list(reviews.select_related("item", "round", "claimed_by")[: size + 1])
+    selected = reviews.select_related("item", "round", "claimed_by").defer(*item_text_fields("item__"))
+    page = list(selected[: size + 1])
     has_next = len(page) > size
     page = page[:size]
     annotators: dict[tuple[int, int | None], list[User]] = defaultdict(list)
@@ -462,6 +465,37 @@ def discussion_outcome_data(study_id: int) -> dict[int, dict[str, Any]]:
     `annotation/outcomes.py`)."""
     study = Study.objects.get(pk=study_id)
     return {o["round"].number: outcome_data(o) for o in discussion_outcomes(study)}
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    """What the disagreement queue shows besides its page: the filter form's rounds (id, label) and
+    annotators, the open disagreements per round, the discussion outcomes, and the first items waiting
+    for a hand decision."""
+
+    rounds: list[tuple[int, str]]
+    annotators: list[tuple[int, str]]
+    counts: list[tuple[int | None, str, int]]
+    discussion: list[dict[str, Any]]
+    short: list[Review]
+
+
+def queue_overview(study: Study, short: int) -> QueueOverview:
+    """`QueueOverview` of `study` (`short`: how many waiting items), from the cache while nothing in the
+    study has changed (`apps.core.generations.study_figures`): six queries over the study's reviews,
+    decisions and assignments on every view of the queue and every change of its filters."""
+
+    def compute() -> QueueOverview:
+        rounds = Round.objects.filter(study=study).values_list("pk", "number", "name")
+        return QueueOverview(
+            rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
+            annotators=annotators_of(study),
+            counts=counts_per_round(study),
+            discussion=discussion_outcomes(study),
+            short=list(short_of_annotators(study)[:short]),
+        )
+
+    return generations.study_figures(study, f"adjudication.queue_overview:{short}", compute)
 
 
 def annotators_of(study: Study) -> list[tuple[int, str]]:

@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from apps.accounts.models import Study
 from apps.accounts.permissions import LEAD_ROLES, access_study
-from apps.annotation.models import Assignment, AssignmentStatus, GoldItem, Round
+from apps.annotation.models import Assignment, AssignmentStatus, GoldItem
 from apps.annotation.payload import value_field
 from apps.core.context import study_context
 from apps.core.htmx import is_htmx, render_page
@@ -37,7 +37,6 @@ from .queries import (
     ItemLabels,
     QueueFilters,
     claimed_recently,
-    counts_per_round,
     current_decision,
     decision_findings,
     item_labels,
@@ -69,16 +68,21 @@ def study_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- The queue -----------------------------------------------------------------------------------------
 
 
-def _filter_form(request: HtmxHttpRequest, study: Study, index: CodebookIndex) -> QueueFilterForm:
+def _filter_form(
+    request: HtmxHttpRequest, index: CodebookIndex, figures: queries.QueueOverview
+) -> QueueFilterForm:
     """The queue's filters as the query string holds them (the queue's own, or the ones a side-by-side
-    page was opened with from the queue)."""
-    rounds = list(Round.objects.filter(study=study).values_list("pk", "number", "name"))
+    page was opened with from the queue); their choices from the queue's cached `figures`."""
     return QueueFilterForm(
-        request.GET or None,
-        index=index,
-        rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
-        annotators=queries.annotators_of(study),
+        request.GET or None, index=index, rounds=figures.rounds, annotators=figures.annotators
     )
+
+
+def _opened_with(request: HtmxHttpRequest, study: Study, index: CodebookIndex) -> QueueFilterForm | None:
+    """The queue's filters a side-by-side page was opened with from the queue, or None."""
+    if not request.GET:
+        return None
+    return _filter_form(request, index, queries.queue_overview(study, SHORT_SHOWN))
 
 
 def _queue_query(form: QueueFilterForm | None) -> str:
@@ -99,7 +103,8 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     or by category, 50 per page (keyset). The rows are a partial for htmx filtering."""
     study, role = access_study(request.user, slug, lead=True)
     index = CodebookIndex.for_study(study)
-    form = _filter_form(request, study, index)
+    figures = queries.queue_overview(study, SHORT_SHOWN)  # cached while nothing in the study has changed
+    form = _filter_form(request, index, figures)
     filters, after = QueueFilters(), None
     if form.is_bound and form.is_valid():
         filters, after = form.filters(), form.cursor()
@@ -131,11 +136,11 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         rows=shown,
         next_url=next_url,
         first_page=after is None,
-        counts=counts_per_round(study),
-        discussion=queries.discussion_outcomes(study),
+        counts=figures.counts,
+        discussion=figures.discussion,
         queue_query=_queue_query(form),
         now=now,
-        short=None if is_htmx(request) else queries.short_of_annotators(study)[:SHORT_SHOWN],
+        short=None if is_htmx(request) else figures.short,
     )
     return render_page(request, "adjudication/queue.html", ctx, partial="#queue-rows")
 
@@ -271,7 +276,7 @@ def resolve(request: HtmxHttpRequest, slug: str, item_id: int) -> HttpResponse:
     item = get_object_or_404(Item.objects.in_study(study).select_related("study"), pk=item_id)
     ensure_rendered(item)
     index = CodebookIndex.for_study(study)
-    filter_form = _filter_form(request, study, index) if request.GET else None
+    filter_form = _opened_with(request, study, index)
     queue_query = _queue_query(filter_form)
     labels = item_labels(item)
     sheet = _sheet(index, labels)

@@ -141,7 +141,9 @@ def cached[T](scope: str, tokens: Iterable[tuple[str, int | None]], name: str, c
     (include every parameter)."""
     _replace_pending()
     try:
-        current = ":".join(_token(kind, pk) for kind, pk in tokens)
+        wanted = [(kind, pk, _token_key(kind, pk)) for kind, pk in tokens]
+        found = cache.get_many([key for _, _, key in wanted])  # one round trip for every token
+        current = ":".join(str(found.get(key) or _token(kind, pk)) for kind, pk, key in wanted)
         key = f"generations:{scope}:{current}:{hashlib.sha256(name.encode()).hexdigest()}"
         hit = cache.get(key)
     except Exception as exc:  # the cache backend's own errors (redis.ConnectionError, ...)

@@ -14,6 +14,7 @@ from apps.adjudication.models import Decision, Review, ReviewState
 from apps.annotation import services
 from apps.annotation.models import BlindRecord, BlindValue, Revision, Round, RoundPhase
 from apps.annotation.phases import is_blind
+from apps.core.generations import figures_changed
 from tests.api.world import BOB_LABELS, World, build_world
 
 pytestmark = pytest.mark.django_db
@@ -30,6 +31,7 @@ def world(study: Any, owner: Any, lead: Any, annotator_a: Any, annotator_b: Any,
 
 def _revealed(world: World) -> Round:
     services.reveal_round(world.study, 1, force=True, actor=world.lead)
+    figures_changed(world.study.pk)  # as the request, command or API call that reveals does
     return Round.objects.get(pk=world.round.pk)
 
 

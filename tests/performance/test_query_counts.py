@@ -19,6 +19,7 @@ from apps.adjudication.forms import encode_cursor
 from apps.adjudication.models import Review, ReviewState
 from apps.annotation.models import Assignment, AssignmentStatus
 from apps.annotation.payload import value_field
+from apps.core.generations import figures_changed
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 from tests.conftest import login
@@ -142,6 +143,22 @@ def test_lead_pages_run_a_constant_number_of_queries(
     _count(_client_for("bench-lead"), django_assert_num_queries, url, globals()[expected])
 
 
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("", "STUDY_PAGE_COUNTING"), ("disagreements/", "QUEUE_COUNTING"), ("codebook/", "CODEBOOK_COUNTING")],
+)
+def test_the_first_view_after_a_change_counts_again_in_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any, path: str, expected: str
+) -> None:
+    """The pages whose whole-study figures are cached (`apps.core.generations`) count them again after a
+    change to the study, in as many queries at 20 items as at 120."""
+    client = _client_for("bench-lead")
+    client.get(f"/studies/perf/{path}")
+    figures_changed(bench_study.pk)
+    with django_assert_num_queries(globals()[expected]):
+        assert client.get(f"/studies/perf/{path}").status_code == 200
+
+
 # The exact counts measured (the same at both sizes; see the module docstring). Every page starts with the
 # session, then the user with their membership of the study (accounts/backends.py): two queries.
 NEXT_ITEM = 3
@@ -155,9 +172,15 @@ SUBMIT = 8
 # savepoints, so that a twin request's insert can be recovered from; with the same lock check.
 SUBMIT_ORM = 24
 WORKBENCH = 8  # with the item's fix evidence (its links: one query, corpus/_fix-pane.html)
-STUDY_PAGE = 12
+# The study page, the disagreement queue and the codebook page keep their whole-study figures in the cache
+# between changes of the study (apps/core/generations.py): a view with nothing changed since the last one
+# runs the first count, the first view after a change the second.
+STUDY_PAGE = 4  # and the lead's own open and submitted assignments
+STUDY_PAGE_COUNTING = 12  # items, rounds, assignments per annotator and round, decisions, disagreements...
 ITEM_LIST = 5  # the grid: its page, its count (up to 1,000), the user's saved views
-QUEUE = 11  # with the items short of annotators and what discussion resolved (one query each)
+QUEUE = 5  # the codebook, the page, its assignments
+QUEUE_COUNTING = 11  # and the filter's rounds and annotators, counts per round, discussion, items short
 DASHBOARD = 8  # label aggregates and the confusion matrix from the cache (agreement.freshness)
-CODEBOOK = 5
+CODEBOOK = 3  # the codebook row (its dimensions and categories: the process's index cache)
+CODEBOOK_COUNTING = 5  # and the label and gold counts of every category
 EXPORT = 9

@@ -24,14 +24,24 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
 from apps.core.context import study_context
+from apps.core.generations import study_figures
 from apps.core.http import HtmxHttpRequest
-from apps.corpus.models import Item
+from apps.corpus.models import Item, item_text_fields
 from apps.corpus.services import ensure_rendered
 
 from .. import decided, services, suggestions
 from .. import payload as pl
 from ..forms import WorkbenchForm
-from ..models import Annotation, Assignment, AssignmentStatus, Round, RoundKind, RoundPhase, SendBack
+from ..models import (
+    Annotation,
+    Assignment,
+    AssignmentQuerySet,
+    AssignmentStatus,
+    Round,
+    RoundKind,
+    RoundPhase,
+    SendBack,
+)
 from ..services import gold, send_back
 from .common import guidelines_first, request_user
 from .discussion import discussion_context, readable
@@ -43,14 +53,9 @@ QUEUE_SIZE = 200
 # --- The annotator's queue ---------------------------------------------------------------------------
 
 
-@login_required
-@require_GET
-def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    """My assignments in the study: per round done / total, the open ones, and those I may still edit."""
-    study, role = access_study(request.user, slug)
-    if (first := guidelines_first(request, study, role)) is not None:
-        return first
-    mine = Assignment.objects.for_annotator(request.user).filter(study=study)
+def _per_round(mine: AssignmentQuerySet) -> list[dict[str, Any]]:
+    """My assignments per round, done / total: cached between changes of the study (a count over every
+    assignment of mine, 14 ms for 20,000)."""
     per_round: list[dict[str, Any]] = [
         dict(row)
         for row in mine.values("round__number", "round__name", "round__phase", "round__kind")
@@ -61,7 +66,20 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     for row in per_round:
         row["percent"] = round(100 * row["done"] / row["total"]) if row["total"] else 0
         row["phase_label"] = RoundPhase(row["round__phase"]).label
-    rows = mine.select_related("item", "round").order_by("round__number", "position", "id")
+    return per_round
+
+
+@login_required
+@require_GET
+def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """My assignments in the study: per round done / total, the open ones, and those I may still edit."""
+    study, role = access_study(request.user, slug)
+    if (first := guidelines_first(request, study, role)) is not None:
+        return first
+    mine = Assignment.objects.for_annotator(request.user).filter(study=study)
+    per_round = study_figures(study, f"annotation.queue_rounds:{request.user.pk}", lambda: _per_round(mine))
+    rows = mine.select_related("item", "round").defer(*item_text_fields("item__"))
+    rows = rows.order_by("round__number", "position", "id")
     # a gold check's item is decided by design: it stays in the queue like any other (docs/quality.md)
     decided_item = Q(gold=False) & decided.reader().review_decided("item__")
     open_rows = list(rows.open().exclude(decided_item)[:QUEUE_SIZE])
