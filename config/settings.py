@@ -7,6 +7,9 @@ Environment variables (all optional in development):
   DATABASE_URL     e.g. postgres://postgres@127.0.0.1:5432/test; default: SQLite file var/db.sqlite3.
   REDIS_URL        e.g. redis://127.0.0.1:6379/0; Celery broker and cache. Default: the embedded
                    filesystem broker (no server) and the local-memory cache.
+  CACHE_DIR        without REDIS_URL: a directory for a cache on files that the web server and the worker
+                   share (`make run` sets var/cache), so that what a job changes is seen by the pages at
+                   once (apps/core/generations.py); unset, each process has its own local-memory cache.
   ALLOWED_HOSTS    comma-separated; default localhost names.
   SQLITE_TIMEOUT   seconds a SQLite connection waits for the write lock (default 30).
   EMAIL_URL        e.g. smtp://user:password@smtp.example.org:587?tls=1; the mail server of account
@@ -173,8 +176,18 @@ SESSION_ENGINE = "apps.accounts.sessions"
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
+CACHE_DIR = env.str("CACHE_DIR", default="")
+
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+elif CACHE_DIR:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": CACHE_DIR,
+            "OPTIONS": {"MAX_ENTRIES": 20_000},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -15,6 +15,11 @@
 set -u
 BIN=${BIN:-.venv/bin}
 PORT=${PORT:-8000}
+# Without Redis, the two servers share a cache on files: a page counts what a job in the worker changed at
+# once, not once its own local-memory copy expires (config/settings.py, apps/core/generations.py).
+if [ -z "${REDIS_URL:-}" ]; then
+  export CACHE_DIR="${CACHE_DIR:-var/cache}"
+fi
 
 worker=
 web=

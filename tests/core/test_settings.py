@@ -33,3 +33,23 @@ def test_malformed_database_url_names_the_variable() -> None:
 def test_development_defaults_start_without_any_variable() -> None:
     result = _start({})
     assert result.returncode == 0, result.stderr
+
+
+def test_without_redis_a_cache_dir_is_shared_by_two_processes(tmp_path: Path) -> None:
+    """`make run` sets CACHE_DIR for its web server and its worker: a token one replaces (a job's write) is
+    the one the other reads (apps/core/generations.py), instead of each keeping its own in memory."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_ENV"}}
+    env["CACHE_DIR"] = str(tmp_path / "cache")
+
+    def shell(code: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    shell("from django.core.cache import cache; cache.set('generation:figures:7', 'from-the-worker', None)")
+    assert shell("from django.core.cache import cache; print(cache.get('generation:figures:7'))") == (
+        "from-the-worker"
+    )
