@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from django.utils import timezone
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Round, RoundItem
 from apps.annotation.services import submit_annotation
+from apps.core import generations
 from apps.corpus.models import Item, Relevance
 from tests.annotation.conftest import FAULT_HANG, HOWTO, Book, make_round
 from tests.conftest import login
@@ -428,3 +430,23 @@ def test_next_follows_round_numbers_not_the_order_rounds_were_created_in(
     assert next_location().endswith(f"/label/{_mine(earlier, annotator_a, items[2]).pk}/")  # position 0
     Assignment.objects.filter(round=earlier).update(status=AssignmentStatus.SUBMITTED)
     assert next_location().endswith(f"/label/{_mine(later, annotator_a, items[0]).pk}/")
+
+
+def test_the_queue_lists_the_next_open_items_in_round_number_order_and_says_when_more_wait(
+    client: Client, study: Study, items: list[Item], annotator_a: User, book: Book, monkeypatch: Any
+) -> None:
+    # the module, not the view of the same name that the views package exports
+    monkeypatch.setattr(importlib.import_module("apps.annotation.views.workbench"), "QUEUE_SIZE", 5)
+    later = make_round(study, 2, items[:4], {annotator_a: items[:4]})  # created first, numbered second
+    first = make_round(study, 1, items[4:8], {annotator_a: items[4:8]})
+    submitted = {"status": AssignmentStatus.SUBMITTED, "submitted_at": timezone.now()}
+    Assignment.objects.filter(round=first, item=items[4]).update(**submitted)
+    login(client, annotator_a)
+    response = client.get(reverse("annotation:queue", args=[study.slug]))
+    listed = [(a.round.number, a.item_id) for a in response.context["open"]]
+    assert listed == [(1, i.pk) for i in items[5:8]] + [(2, i.pk) for i in items[:2]]
+    assert response.context["more_open"] and 'id="more-open"' in response.content.decode()
+    Assignment.objects.filter(round=later).delete()
+    generations.figures_changed(study.pk)  # as the request that changes the rounds does
+    response = client.get(reverse("annotation:queue", args=[study.slug]))
+    assert len(response.context["open"]) == 3 and not response.context["more_open"]
