@@ -35,35 +35,22 @@ __all__ = [
     "TTL",
     "cached",
     "labels_changed",
-    "labels_tokens",
     "on_annotation_submitted",
     "on_codebook_changed",
-    "study_scope",
 ]
-
-
-def study_scope(study: Study) -> str:
-    """What tells a study's cached values apart: its id and its creation time (SQLite and tests reuse the
-    id of a deleted study)."""
-    return f"{study.pk}:{study.created_at.timestamp()}"
-
-
-def labels_tokens(study: Study, codebook_id: int | None) -> list[tuple[str, int | None]]:
-    """The generation tokens of the study's labels and of its codebook's (`codebook_id`, None for none)."""
-    return [("study", study.pk), ("codebook", codebook_id)]
 
 
 def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or its value from the cache when the study's labels have not changed since (nor
     ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
-    scope = f"agreement:{study_scope(study)}"
-    return generations.cached(scope, labels_tokens(study, codebook_id), name, compute)
+    tokens = [(generations.LABELS, study.pk), ("codebook", codebook_id)]
+    return generations.cached(f"agreement:{generations.study_scope(study)}", tokens, name, compute)
 
 
 def labels_changed(*, study_id: int | None = None, codebook_id: int | None = None) -> None:
     """Forget the values cached for a study's labels (by study or by codebook) when the transaction commits,
     and before that if this connection reads them."""
-    for kind, pk in (("study", study_id), ("codebook", codebook_id)):
+    for kind, pk in ((generations.LABELS, study_id), ("codebook", codebook_id)):
         if pk is not None:
             generations.changed(kind, pk)
 

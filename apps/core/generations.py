@@ -8,7 +8,8 @@ computed under tokens since replaced is never found again. Two families of kinds
   submission and codebook signals;
 * everything else a study's pages count (`FIGURES`: items, rounds, assignments, decisions, screening, gold
   checks...), replaced after every request that writes to the study (`study_written`, called by the
-  request middleware once the view has returned, before the response leaves) and after every writing job.
+  request middleware once the view has returned, before the response leaves), by every writing job's
+  progress, by every writing command (`command_writes`) and by every codebook change.
 
 Changes signalled inside a transaction (`changed`) replace their tokens once it has committed (at once
 outside a transaction), so a value computed before the commit is not kept under the current tokens; and
@@ -17,8 +18,8 @@ never commits, sees its change). In a request, "once committed" is when the resp
 the server (`on_request_finished`): a submission, which reads no cached value, costs one write to the
 cache, after its answer. A value is computed after its tokens were read, so it is never older than the last
 change signalled before it. Values expire after `TTL` seconds anyway: writes that send no signal (the
-admin, a shell, a command that writes without a job) and caches that processes do not share (the
-local-memory cache, without REDIS_URL, next to a Celery worker) are noticed within that time.
+admin, a shell) and caches that processes do not share (a local-memory cache, with neither REDIS_URL nor
+CACHE_DIR set, next to a Celery worker) are noticed within that time.
 
 The cache is an optimisation only: when it cannot be reached (Redis down), values are computed and token
 replacements are skipped with a warning, so neither a write nor a page fails.
@@ -46,8 +47,12 @@ TTL = 60
 FIGURES = "figures"
 """The kind whose token a write to a study replaces (`study_written`, `figures_changed`)."""
 
+LABELS = "study"
+"""The kind whose token a change of a study's labels replaces (`apps.agreement.freshness`)."""
+
 __all__ = [
     "FIGURES",
+    "LABELS",
     "TTL",
     "cached",
     "changed",
@@ -56,6 +61,7 @@ __all__ = [
     "on_request_finished",
     "on_request_started",
     "study_figures",
+    "study_scope",
     "study_written",
 ]
 
@@ -169,7 +175,8 @@ def changed(kind: str, pk: int) -> None:
 
 
 def figures_changed(study_id: int) -> None:
-    """A job or a command changed study `study_id`: its figures are forgotten once the change commits."""
+    """Study `study_id` changed outside a writing request (a job, a command, a codebook change): its figures
+    are forgotten once the change commits."""
     changed(FIGURES, study_id)
 
 
@@ -184,8 +191,13 @@ def study_figures[T](study: Any, name: str, compute: Callable[[], T]) -> T:
     """``compute()`` for a figure of `study` (a `Study`: this module cannot import it) that counts its data
     and its labels, or its cached value when neither has changed since: kept under the study's `FIGURES`
     token (any write to the study) and its labels token (`apps.agreement.freshness`)."""
-    scope = f"figures:{study.pk}:{study.created_at.timestamp()}"
-    return cached(scope, [(FIGURES, study.pk), ("study", study.pk)], name, compute)
+    return cached(f"figures:{study_scope(study)}", [(FIGURES, study.pk), (LABELS, study.pk)], name, compute)
+
+
+def study_scope(study: Any) -> str:
+    """What tells a study's cached values apart: its id and its creation time (SQLite and tests reuse the
+    id of a deleted study)."""
+    return f"{study.pk}:{study.created_at.timestamp()}"
 
 
 _COMMAND_WROTE: set[int] = set()
