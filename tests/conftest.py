@@ -5,46 +5,14 @@ from __future__ import annotations
 
 import faulthandler
 import sys
-from typing import Any
 
 import pytest
-from django.core.servers.basehttp import WSGIServer
-from django.db import connection
 from django.test import Client
-from django.test.testcases import LiveServerThread, QuietWSGIRequestHandler
 
 from apps.accounts.models import Role, Study, User
 from tests.browser import browser, missing_browser  # noqa: F401  (browser: the one Chromium fixture)
 from tests.factories import MembershipFactory, StudyFactory, UserFactory
-
-
-class _OneRequestAtATimeServer(WSGIServer):
-    """Django's single-threaded development server, taking (and ignoring) the threaded one's argument."""
-
-    def __init__(self, *args: Any, connections_override: Any = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-
-
-_threaded_server = LiveServerThread._create_server
-
-
-def _live_server(self: LiveServerThread, connections_override: Any = None) -> Any:
-    """On SQLite the live server answers one request at a time. Its test database lives in memory: the
-    server shares the test's connection (pytest-django passes it when the database exists before the
-    server starts) or its threads open their own to the shared-cache database. Either way Django's
-    threaded server would run a page's parallel requests (its figures, say) on one in-memory database
-    at once, and SQLite then hands a statement the wrong rows: an empty session row, a 500 (Django's
-    docs warn of it for the test thread and the server). Answering in turn closes each connection after
-    its response, as the development server does without threads. PostgreSQL keeps the threaded server,
-    with a connection per thread."""
-    if connection.vendor == "sqlite":
-        return _OneRequestAtATimeServer(
-            (self.host, self.port), QuietWSGIRequestHandler, allow_reuse_address=False
-        )
-    return _threaded_server(self, connections_override=connections_override)
-
-
-LiveServerThread._create_server = _live_server  # type: ignore[method-assign]
+from tests.live_server import requests_in_turn  # noqa: F401  (autouse: the live server on SQLite)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The live server the browser tests drive (tests/conftest.py): on SQLite it shares the test's in-memory
-connection, so it answers one request at a time; on PostgreSQL it stays threaded, a connection each."""
+"""The live server the browser tests drive (tests/live_server.py): on SQLite it answers requests in turn,
+unless a test is marked ``overlapping_requests``; on PostgreSQL it runs them at once, a connection each."""
 
 from __future__ import annotations
 
@@ -8,16 +8,24 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from django.conf import settings
 from django.db import connection
 from django.test import Client
 
 from apps.accounts.models import Study, User
+from tests.live_server import InTurn
 
 
-def test_the_live_server_is_threaded_only_where_each_thread_has_its_own_connection(live_server: Any) -> None:
-    threaded = isinstance(live_server.thread.httpd, socketserver.ThreadingMixIn)
-    assert threaded is (connection.vendor != "sqlite")
+def test_on_sqlite_the_live_server_answers_in_turn(live_server: Any) -> None:
+    assert isinstance(live_server.thread.httpd, socketserver.ThreadingMixIn)
+    assert isinstance(live_server.thread.httpd.get_app(), InTurn) is (connection.vendor == "sqlite")
+    assert not InTurn.overlap
+
+
+@pytest.mark.overlapping_requests
+def test_a_test_whose_requests_must_overlap_says_so(live_server: Any) -> None:
+    assert InTurn.overlap
 
 
 def test_a_pages_parallel_requests_are_each_answered(live_server: Any, study: Study, lead: User) -> None:

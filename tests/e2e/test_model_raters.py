@@ -181,6 +181,7 @@ def expected_kappas() -> tuple[float, float]:
     return (with_alice + with_bob) / 2, people
 
 
+@pytest.mark.overlapping_requests  # the run is held open by its fake server while a second page watches
 def test_a_lead_runs_a_model_rater_and_compares_it_while_annotators_never_see_it(
     live_server: Any,
     browser: Any,
