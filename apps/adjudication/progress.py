@@ -17,7 +17,9 @@ study (a package restore does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
 
 from django.db.models import Case, Exists, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -25,14 +27,14 @@ from django.db.models.functions import Coalesce
 from apps.accounts.models import Study
 from apps.annotation.models import Assignment, AssignmentStatus, RoundItem
 from apps.corpus.models import Item, Progress
-from apps.corpus.services.grid_writes import set_progress
+from apps.corpus.services.grid_writes import progress_writer, set_progress
 
 from .models import Decision, Review, ReviewState
 
 
 def refresh_progress(item_ids: Iterable[int] | None = None, *, study: Study | None = None) -> int:
     """Recompute the grid's columns of the given items, or of every item of `study`. Returns how many
-    items were written."""
+    items were written. One item (every submission) runs a statement compiled once (`_write_one`)."""
     if item_ids is None and study is None:
         raise ValueError("Give item ids or a study.")
     items = Item.objects.all()
@@ -42,16 +44,27 @@ def refresh_progress(item_ids: Iterable[int] | None = None, *, study: Study | No
         ids = list(dict.fromkeys(item_ids))
         if not ids:
             return 0
+        if len(ids) == 1 and study is None:
+            return _write_one()(ids[0])
         items = items.filter(pk__in=ids)
+    return set_progress(items, **_columns())
+
+
+@cache
+def _write_one() -> Callable[[int], int]:
+    return progress_writer(**_columns())
+
+
+def _columns() -> dict[str, Any]:
+    """The three columns as expressions over the item being written (`OuterRef("pk")`)."""
     rounds = RoundItem.objects.filter(item=OuterRef("pk"))
     current = Decision.objects.filter(item=OuterRef("pk"), is_current=True)
     assigned = Assignment.objects.filter(item=OuterRef("pk"))
-    return set_progress(
-        items,
-        round_number=Coalesce(
+    return {
+        "round_number": Coalesce(
             Subquery(rounds.order_by("-round__number").values("round__number")[:1]), Value(0)
         ),
-        progress=Case(
+        "progress": Case(
             When(Exists(current), then=Value(Progress.DECIDED.value)),
             When(
                 Exists(Review.objects.filter(item=OuterRef("pk"), state=ReviewState.DISAGREEMENT)),
@@ -62,5 +75,5 @@ def refresh_progress(item_ids: Iterable[int] | None = None, *, study: Study | No
             When(Exists(assigned.filter(status=AssignmentStatus.OPEN)), then=Value(Progress.LABELLING.value)),
             default=Value(Progress.LABELLED.value),
         ),
-        decision=Coalesce(Subquery(current.order_by("-decided_at").values("provenance")[:1]), Value("")),
-    )
+        "decision": Coalesce(Subquery(current.order_by("-decided_at").values("provenance")[:1]), Value("")),
+    }

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
+from apps.accounts.models import User
 from apps.core.api import Conflict, Refused, refuse
 from apps.taxonomy import guidelines
 
@@ -396,11 +397,8 @@ class AssignmentAnnotation(StudyAPIView):
             refuse("These labels cannot be saved.", exc.problems)
         except services.NotYourAssignment as exc:
             raise Http404(NOT_FOUND_ASSIGNMENT) from exc
-        annotation = _annotations(Annotation.objects.for_annotator(self.user), self.study.pk).get(
-            pk=result.annotation.pk
-        )
         return Response(
-            SubmitResultSerializer(_submitted(annotation, result)).data,
+            SubmitResultSerializer(_submitted(result, self.user, self.study.pk)).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 
@@ -409,16 +407,23 @@ class AssignmentAnnotation(StudyAPIView):
 NOT_FOUND_ASSIGNMENT = "No Assignment matches the given query."
 
 
-def _submitted(annotation: Annotation, result: services.SubmitResult) -> dict[str, Any]:
-    """`annotation_data` of a submission just stored, its labels from the service (what the store now
-    holds, in the same form) instead of read back: two queries and the codebook load less."""
+def _submitted(result: services.SubmitResult, annotator: User, study_id: int) -> dict[str, Any]:
+    """`annotation_data` of a submission just stored by `annotator`, its labels from the service (what the
+    store now holds, in the same form) instead of read back: two queries and the codebook load less. The
+    short path's annotation holds every column as written, with its round number; the ORM path's is read
+    back with its round."""
     assert result.labels is not None  # every submission returns its labels
+    annotation, round_number = result.annotation, result.round_number
+    if round_number is None:
+        scope = Annotation.objects.for_annotator(annotator)
+        annotation = _annotations(scope, study_id).get(pk=result.annotation.pk)
+        round_number = annotation.assignment.round.number
     assignment = annotation.assignment
     return {
         "assignment": assignment.pk,
         "item": assignment.item_id,
-        "round": assignment.round.number,
-        "annotator": assignment.annotator.username,
+        "round": round_number,
+        "annotator": annotator.username,
         "findings": [
             {"values": {dim: (v if v == "pending" else list(dict.fromkeys(v))) for dim, v in values.items()}}
             for values in result.labels.findings

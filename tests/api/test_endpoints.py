@@ -123,6 +123,19 @@ def test_submitting_the_same_labels_twice_stores_one_annotation(world: World) ->
     assert client.get(url).json()["findings"] == ALICE_LABELS["findings"]
 
 
+def test_a_submissions_answer_is_the_annotation_as_a_read_gives_it(world: World) -> None:
+    """The first submission (PostgreSQL's one-statement path answers from what it wrote) and an edit (the
+    ORM path reads it back) both answer what GET then reads, plus whether it was created or changed."""
+    client = as_user(world.alice)
+    url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    edited = {"findings": [{"values": {"type": ["howto"]}}], "memo": "On second thought", "seconds_spent": 42}
+    for body, created in ((ALICE_LABELS, True), (edited, False)):
+        answer = client.post(url, body, format="json").json()
+        assert (answer.pop("created"), answer.pop("changed")) == (created, True)
+        assert answer == client.get(url).json()
+        assert (answer["round"], answer["annotator"], answer["memo"]) == (1, "alice", body["memo"])
+
+
 def test_labels_breaking_the_codebook_are_refused_with_each_problem(world: World) -> None:
     client = as_user(world.alice)
     url = f"/api/v1/studies/{world.study.slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"

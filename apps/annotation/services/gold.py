@@ -25,6 +25,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.accounts.models import Study, User
+from apps.core import sql
 from apps.corpus.models import Item
 from apps.taxonomy.index import CodebookIndex
 
@@ -323,16 +324,28 @@ def training_scores(study: Study, *, user: User | None = None) -> dict[tuple[int
     return {key: gs.score(checks) for key, checks in per.items()}
 
 
+# Whether a training round with a pass mark holds items of the user: asked on every submission, autosave and
+# workbench view, and almost always no. A prepared statement (apps/core/sql.py, docs/decisions/0004): the
+# ORM's join and DISTINCT cost 1-2 ms to compile for a one-row answer.
+_GATED = sql.Statement(
+    "taxonomist_training_gate",
+    f"SELECT 1 FROM {Round._meta.db_table} r WHERE r.study_id = %(study)s AND r.kind = %(training)s "
+    f"AND r.pass_mark IS NOT NULL AND EXISTS (SELECT 1 FROM {Assignment._meta.db_table} a "
+    "WHERE a.round_id = r.id AND a.annotator_id = %(user)s) LIMIT 1",
+    {"study": "bigint", "user": "bigint", "training": "varchar"},
+)
+
+
 def training_lock(user: User, study: Study) -> str | None:
     """Why the study's real rounds are locked for `user`, or None: a training round with a pass mark gives
     them items, and they have not yet submitted them all with a score at the pass mark."""
+    if _GATED.one({"study": study.pk, "user": user.pk, "training": RoundKind.TRAINING.value}) is None:
+        return None
     rounds = list(
         Round.objects.filter(
             study=study, kind=RoundKind.TRAINING, pass_mark__isnull=False, assignments__annotator=user
         ).distinct()
     )
-    if not rounds:
-        return None
     scores = training_scores(study, user=user)
     unfinished = set(
         Assignment.objects.filter(round__in=rounds, annotator=user, status=AssignmentStatus.OPEN).values_list(

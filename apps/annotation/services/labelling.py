@@ -121,6 +121,9 @@ class SubmitResult:
     training: bool = False
     # The labels as stored (validated, codebook order): what `stored_labels` would read back now.
     labels: pl.Payload | None = None
+    # The assignment's round number when the submission read it (PostgreSQL's short path, whose
+    # `annotation` then holds every column as written, with its assignment); None otherwise.
+    round_number: int | None = None
 
 
 def _seconds(annotation: Annotation | None, seconds_spent: int | None, now: datetime) -> int:
@@ -291,6 +294,7 @@ def _submit_short(
         changed=True,
         next_assignment_id=done.next_assignment_id or 0,
         labels=clean,
+        round_number=done.round_number,
     )
 
 

@@ -130,7 +130,9 @@ WITH l AS (
     WHERE y.id IN (SELECT ok.id FROM ok)
     RETURNING {sql.columns(Assignment, "y")}
 )
-SELECT s.*, an.*, ({next_open_id()}) FROM s, an
+SELECT s.*, an.*, (SELECT r.number FROM "{Round._meta.db_table}" r WHERE r.id = s.round_id),
+    ({next_open_id()})
+FROM s, an
 """,
         {
             "assignment": "bigint",
@@ -162,6 +164,7 @@ _A = sql.width(Assignment)
 @dataclass(frozen=True)
 class Submitted:
     annotation: Annotation  # with its assignment, as written
+    round_number: int  # the assignment's round's
     next_assignment_id: int | None  # the user's next open assignment in the study, None when there is none
 
 
@@ -221,6 +224,6 @@ def submit(
     row = _submit_statement().one(params)
     if row is None:
         return None
-    annotation = sql.instance(Annotation, row[_A:-1])
+    annotation = sql.instance(Annotation, row[_A:-2])
     annotation.assignment = sql.instance(Assignment, row[:_A])
-    return Submitted(annotation, row[-1])
+    return Submitted(annotation, row[-2], row[-1])
