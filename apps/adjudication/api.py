@@ -145,9 +145,7 @@ class QueueView(StudyAPIView):
         after = decode_cursor(data.get("cursor", ""), data["sort"])
         if data.get("cursor") and after is None:
             refuse("The cursor is not valid: start again without it.")
-        rows, next_cursor = queries.queue_page(
-            queries.queue(self.study, _queue_filters(self.study, data)), after
-        )
+        rows, next_cursor = queries.queue_rows(self.study, _queue_filters(self.study, data), after)
         now = timezone.now()
         results = [_queue_row(row, self.study, now) for row in rows]
         next_url = (

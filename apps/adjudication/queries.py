@@ -348,18 +348,70 @@ class QueueRow:
     sort_key: Any
 
 
+def queue_rows(
+    study: Study, filters: QueueFilters, after: tuple[Any, int] | None, size: int = QUEUE_PAGE
+) -> tuple[list[QueueRow], tuple[Any, int] | None]:
+    """`queue_page` of the study's queue with these filters, its order from the cache when kept there
+    (`queue_order`)."""
+    return queue_page(queue(study, filters), after, size, order=queue_order(study, filters))
+
+
+def queue_order(study: Study, filters: QueueFilters) -> list[tuple[Any, int]] | None:
+    """The filtered queue's order, (sort_key, item_id) of every row, kept in the cache while nothing in the
+    study changes (`apps.core.generations.study_figures`), for the filters whose statement computes a key
+    or a test for every open disagreement of the study: a category sort, a dimension, categories, an
+    annotator pair (50-100 ms a page at 100,000 items; docs/performance.md). None for the plain queue,
+    oldest first in a round or in all, which the `review_queue` index serves page by page."""
+    if filters.sort != "category" and not (filters.dimension or filters.category_ids or filters.annotators):
+        return None
+
+    def compute() -> list[tuple[Any, int]]:
+        rows = queue(study, filters).values_list("sort_key", "item_id")  # type: ignore[misc]  # annotated
+        return [(key, item_id) for key, item_id in rows]
+
+    return generations.study_figures(study, f"adjudication.queue_order:{filters!r}", compute)
+
+
 def queue_page(
-    reviews: QuerySet[Review], after: tuple[Any, int] | None, size: int = QUEUE_PAGE
+    reviews: QuerySet[Review],
+    after: tuple[Any, int] | None,
+    size: int = QUEUE_PAGE,
+    *,
+    order: list[tuple[Any, int]] | None = None,
 ) -> tuple[list[QueueRow], tuple[Any, int] | None]:
     """One page after the keyset cursor `after` = (sort_key, item_id), and the cursor of the next page
-    (None on the last). Two queries whatever the page size: the page, and its assignments."""
+    (None on the last). Two queries whatever the page size: the page, and its assignments. With the
+    queue's `order` (`queue_order`) the page's items are read by id, and their rows still checked against
+    `reviews` (an item decided since the order was kept is left out); a cursor not in `order` (the order
+    was counted again meanwhile) is followed in SQL."""
+    selected = reviews.select_related("item", "round", "claimed_by").defer(*item_text_fields("item__"))
+    start = 0 if after is None or order is None else _position_after(order, after[1])
+    if order is not None and start is not None:
+        window = order[start : start + size + 1]
+        has_next = len(window) > size
+        ids = [item_id for _, item_id in window[:size]]
+        found = {r.item_id: r for r in selected.filter(item_id__in=ids)}
+        page = [found[item_id] for item_id in ids if item_id in found]
+        rows = _with_annotators(page)
+        return rows, (window[size - 1] if has_next else None)
     if after is not None:
         key, item_id = after
-        reviews = reviews.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
-    selected = reviews.select_related("item", "round", "claimed_by").defer(*item_text_fields("item__"))
+        selected = selected.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
     page = list(selected[: size + 1])
     has_next = len(page) > size
-    page = page[:size]
+    rows = _with_annotators(page[:size])
+    cursor = (rows[-1].sort_key, rows[-1].review.item_id) if has_next and rows else None
+    return rows, cursor
+
+
+def _position_after(order: list[tuple[Any, int]], item_id: int) -> int | None:
+    for position, (_, listed) in enumerate(order):
+        if listed == item_id:
+            return position + 1
+    return None
+
+
+def _with_annotators(page: list[Review]) -> list[QueueRow]:
     annotators: dict[tuple[int, int | None], list[User]] = defaultdict(list)
     for assignment in (
         Assignment.objects.filter(item_id__in=[r.item_id for r in page])
@@ -367,9 +419,7 @@ def queue_page(
         .order_by("id")
     ):
         annotators[(assignment.item_id, assignment.round_id)].append(assignment.annotator)
-    rows = [QueueRow(r, annotators[(r.item_id, r.round_id)], getattr(r, "sort_key", None)) for r in page]
-    cursor = (rows[-1].sort_key, rows[-1].review.item_id) if has_next and rows else None
-    return rows, cursor
+    return [QueueRow(r, annotators[(r.item_id, r.round_id)], getattr(r, "sort_key", None)) for r in page]
 
 
 def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:

@@ -40,7 +40,6 @@ from .queries import (
     current_decision,
     decision_findings,
     item_labels,
-    queue_page,
 )
 from .services import AdjudicationError, DecisionConflict, claim, decide
 from .sheet import Block, Composed, DimensionInfo, Sheet, apply_action
@@ -108,7 +107,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     filters, after = QueueFilters(), None
     if form.is_bound and form.is_valid():
         filters, after = form.filters(), form.cursor()
-    rows, next_cursor = queue_page(queries.queue(study, filters), after)
+    rows, next_cursor = queries.queue_rows(study, filters, after)
     params = request.GET.copy()
     params.pop("after", None)
     next_url = None
