@@ -97,6 +97,8 @@ def figures(
     snapshot: AgreementSnapshot,
     level: int | None,
     index: CodebookIndex,
+    *,
+    defer_confusion: bool = False,
 ) -> dict[str, Any]:
     slug = study.slug
     result = snapshot.result
@@ -218,7 +220,10 @@ def figures(
         "pair_notes": pair_notes.reasons,
         "annotators": annotators,
     }
-    ctx.update(_confusion(request, study, chosen["key"], scope, level, annotators))
+    if defer_confusion:  # counted from the current labels: the page asks for it once it is shown
+        ctx["confusion_deferred"] = len(annotators) >= 2
+    else:
+        ctx.update(_confusion(request, study, chosen["key"], scope, level, annotators))
     return ctx
 
 

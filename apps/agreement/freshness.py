@@ -1,6 +1,6 @@
 """Values derived from a study's labels, kept in the cache until the labels change (issue 10).
 
-What a dashboard snapshot depends on (`services.fingerprint`: counts and the latest change over every
+What a dashboard snapshot depends on (`fingerprints.fingerprint`: counts and the latest change over every
 submitted label of the study) and the confusion matrix take a second each at 100,000 items, and the
 dashboard needs both on every view. `cached` keeps such values in Django's cache under the study's
 *labels generation*, two tokens (`apps.core.generations`) that the receivers below replace whenever the
@@ -37,6 +37,7 @@ __all__ = [
     "labels_changed",
     "on_annotation_submitted",
     "on_codebook_changed",
+    "peek",
 ]
 
 
@@ -45,6 +46,13 @@ def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callabl
     ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
     tokens = [(generations.LABELS, study.pk), ("codebook", codebook_id)]
     return generations.cached(f"agreement:{generations.study_scope(study)}", tokens, name, compute)
+
+
+def peek(study: Study, codebook_id: int | None, name: str) -> tuple[Any] | None:
+    """``(value,)`` when `cached` has the value of ``name`` for the study's labels as they are, else None
+    (nothing is computed)."""
+    tokens = [(generations.LABELS, study.pk), ("codebook", codebook_id)]
+    return generations.peek(f"agreement:{generations.study_scope(study)}", tokens, name)
 
 
 def labels_changed(*, study_id: int | None = None, codebook_id: int | None = None) -> None:

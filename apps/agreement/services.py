@@ -25,19 +25,18 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max
 
 from apps.accounts.models import Study, User
-from apps.annotation.models import Annotation, LabelValue, Round
+from apps.annotation.models import Round
 from apps.annotation.outcomes import discussion_outcomes
 from apps.core.jobs import JobFailed, JobProgress, enqueue, is_stalled, run_job
 from apps.core.models import JobStatus
 from apps.corpus.models import Item
 from apps.raters import alt_test
-from apps.taxonomy.models import Codebook
 
 from . import freshness
 from .alt_test_report import alt_test_ratings, alt_test_report
+from .fingerprints import codebook_of, count_fingerprint_soon, fingerprint, known_fingerprint
 from .metrics import ConfusionMatrix, RatingTable, agreement_report, confusion_matrix
 from .model_gold import models_against_gold
 from .models import AgreementSnapshot
@@ -70,9 +69,11 @@ __all__ = [
     "command_snapshot",
     "confusion",
     "confusion_counts",
+    "count_fingerprint_soon",
     "dashboard_state",
     "dimension_report",
     "fingerprint",
+    "known_fingerprint",
     "request_dashboard",
     "run_snapshot",
     "sync_max_ratings",
@@ -194,37 +195,6 @@ def command_snapshot(
 
 
 # ----------------------------------------------------------------------------------------- dashboard
-def fingerprint(study: Study) -> dict[str, Any]:
-    """What a dashboard snapshot depends on: the codebook version, and the submitted annotations (their
-    number and latest change) and label values (their number, which decides sync or background).
-
-    The version is read every time (one query); the rest, aggregates over every label of the study (a
-    second at 100,000 items), once per change of the labels (`freshness.cached`)."""
-    codebook_id, version = _codebook(study)
-    labels = freshness.cached(study, codebook_id, "fingerprint", lambda: _labels_fingerprint(study))
-    return {"codebook_version": version, **labels}
-
-
-def _codebook(study: Study) -> tuple[int | None, int]:
-    """The study's codebook id and version; (None, 0) without a codebook."""
-    row = Codebook.objects.filter(study=study).values_list("pk", "version").first()
-    return (row[0], row[1] or 0) if row is not None else (None, 0)
-
-
-def _labels_fingerprint(study: Study) -> dict[str, Any]:
-    annotations = Annotation.objects.filter(assignment__study=study, submitted_at__isnull=False).aggregate(
-        n=Count("id"), updated=Max("updated_at"), submitted=Max("submitted_at")
-    )
-    last = max((t for t in (annotations["updated"], annotations["submitted"]) if t is not None), default=None)
-    return {
-        "annotations": annotations["n"],
-        "last_change": last.isoformat() if last is not None else None,
-        "ratings": LabelValue.objects.filter(
-            finding__annotation__assignment__study=study, finding__annotation__submitted_at__isnull=False
-        ).count(),
-    }
-
-
 @dataclass(frozen=True)
 class DashboardState:
     """What the dashboard can show at one level: the latest finished snapshot (``fresh`` when the labels
@@ -235,25 +205,33 @@ class DashboardState:
     running: AgreementSnapshot | None
     failed: AgreementSnapshot | None
     fresh: bool
-    fingerprint: dict[str, Any]
+    # None while the labels' fingerprint of a large study is being counted in the background (`checking`)
+    fingerprint: dict[str, Any] | None
+
+    @property
+    def checking(self) -> bool:
+        return self.fingerprint is None
 
     @property
     def large(self) -> bool:
-        return int(self.fingerprint["ratings"]) > sync_max_ratings()
+        return self.fingerprint is None or int(self.fingerprint["ratings"]) > sync_max_ratings()
 
     @property
     def should_compute(self) -> bool:
-        """Compute on this request: nothing is running, the last attempt on these labels did not fail,
-        and there is no snapshot yet, or it is stale and the study small enough to recompute now."""
-        if self.running is not None:
+        """Compute on this request (a large study in the background): the labels are known, nothing is
+        running, the last attempt on these labels did not fail, and there is no snapshot yet or it is
+        stale."""
+        if self.fingerprint is None or self.running is not None:
             return False
         if self.failed is not None and _fingerprint_of(self.failed) == self.fingerprint:
             return False
-        return self.snapshot is None or (not self.fresh and not self.large)
+        return self.snapshot is None or not self.fresh
 
 
-def dashboard_state(study: Study, level: int | None) -> DashboardState:
-    current = fingerprint(study)
+def dashboard_state(study: Study, level: int | None, *, wait: bool = True) -> DashboardState:
+    """The dashboard's state at `level`. ``wait=False``: when the labels of a study whose last figures
+    were large changed since their fingerprint was counted (a second at 100,000 items), the state is
+    `checking` instead of counting it now (`count_fingerprint_soon` counts it in the background)."""
     snapshots = AgreementSnapshot.objects.filter(study=study, level=level, params__kind="dashboard")
     latest = snapshots.filter(status=JobStatus.SUCCEEDED).select_related("created_by").order_by("-pk").first()
     failed = snapshots.filter(status=JobStatus.FAILED).order_by("-pk").first()
@@ -261,7 +239,10 @@ def dashboard_state(study: Study, level: int | None) -> DashboardState:
         failed = None
     unfinished = snapshots.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).order_by("-pk")[:5]
     running = next((s for s in unfinished if not is_stalled(s)), None)
-    fresh = latest is not None and _fingerprint_of(latest) == current
+    counted = _fingerprint_of(latest) if latest is not None else None
+    was_large = counted is not None and int(counted.get("ratings", 0)) > sync_max_ratings()
+    current = fingerprint(study) if wait or not was_large else known_fingerprint(study)
+    fresh = latest is not None and current is not None and _fingerprint_of(latest) == current
     return DashboardState(latest, running, failed, fresh, current)
 
 
@@ -503,7 +484,7 @@ def confusion_counts(
 ) -> ConfusionCounts:
     """`confusion` reduced to what the dashboard shows, kept until the labels or the codebook change
     (`freshness.cached`); RatingsError as `confusion` (not kept)."""
-    codebook_id, version = _codebook(study)
+    codebook_id, version = codebook_of(study)
 
     def compute() -> ConfusionCounts:
         ratings, table, matrix = confusion(

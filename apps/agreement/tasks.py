@@ -6,8 +6,10 @@ from typing import Any
 
 from celery import shared_task
 
+from apps.accounts.models import Study
 from apps.core.jobs import claim_job
 
+from .fingerprints import fingerprint
 from .models import AgreementSnapshot
 from .services import run_snapshot
 
@@ -23,3 +25,13 @@ def compute_agreement_task(self: Any, snapshot_id: int) -> None:
     if snapshot is None:
         return
     run_snapshot(snapshot)
+
+
+@shared_task(ignore_result=True, name="agreement.count_fingerprint")
+def count_fingerprint_task(study_id: int) -> None:
+    """Count study `study_id`'s labels fingerprint into the cache (`fingerprints.fingerprint`), for the
+    dashboard that shows its last figures as updating meanwhile. Reads only; a lost message is asked
+    again."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is not None:
+        fingerprint(study)

@@ -3,7 +3,9 @@ annotator pair, and a confusion matrix whose cells open the items behind them.
 
 Figures come from the latest `AgreementSnapshot` at the requested tree level. When the labels or the
 codebook changed since (or there is none), a small study is recomputed on the request; a large one is
-computed in the background and the page polls its progress (`services.request_dashboard`).
+computed in the background and the page polls its progress (`services.request_dashboard`), showing the
+last figures as updating, as it does while a worker counts a large study's changed labels
+(`dashboard_check`).
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     study, role = access_study(request.user, slug, lead=True)
     level = page.level_param(request.GET.get("level"))
     index = CodebookIndex.for_study(study)
-    state = services.dashboard_state(study, level)
+    state = services.dashboard_state(study, level, wait=False)
     snapshot, running, failed, fresh = state.snapshot, state.running, state.failed, state.fresh
+    if state.checking:  # the last figures, marked as updating, while a worker counts the labels
+        services.count_fingerprint_soon(study)
     if state.should_compute:
         computed = services.request_dashboard(study, level, actor=_actor(request))
         if computed.status == JobStatus.SUCCEEDED:
@@ -95,13 +99,36 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         running=running,
         failed=failed,
         fresh=fresh,
+        checking=state.checking,
         large=state.large,
         current_version=index.version,
     )
     if snapshot is not None and snapshot.result.get("dimensions"):
-        ctx.update(page.figures(request, study, snapshot, level, index))
+        # While the labels are being counted, the confusion matrix (counted from them) comes after the page.
+        deferred = state.checking and request.headers.get("HX-Target") != "confusion"
+        ctx.update(page.figures(request, study, snapshot, level, index, defer_confusion=deferred))
         return render_page(request, "agreement/dashboard.html", ctx, partial="#confusion", target="confusion")
     return render(request, "agreement/dashboard.html", ctx)
+
+
+# How many polls (2 s apart) the page waits for a worker to count the labels before counting them itself.
+CHECK_POLLS = 15
+
+
+@login_required
+@require_GET
+def dashboard_check(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Polled while the dashboard shows its last figures as updating: reloads the page once the labels
+    are counted (`services.count_fingerprint_soon`), or counts them itself after `CHECK_POLLS` polls (no
+    worker answered)."""
+    study, role = access_study(request.user, slug, lead=True)
+    polls = int(request.GET.get("polls", "0")) if request.GET.get("polls", "0").isdigit() else 0
+    if polls >= CHECK_POLLS:
+        services.fingerprint(study)
+    if services.known_fingerprint(study) is not None:
+        return HttpResponseClientRefresh()
+    ctx = study_context(study, role, "agreement", checking=True, polls=polls + 1)
+    return render(request, "agreement/dashboard.html#fingerprint-check", ctx)
 
 
 @login_required

@@ -140,6 +140,25 @@ def on_request_finished(**_: Any) -> None:
         _replace(kind, pk)
 
 
+def _value_key(scope: str, tokens: Iterable[tuple[str, int | None]], name: str) -> str:
+    wanted = [(kind, pk, _token_key(kind, pk)) for kind, pk in tokens]
+    found = cache.get_many([key for _, _, key in wanted])  # one round trip for every token
+    current = ":".join(str(found.get(key) or _token(kind, pk)) for kind, pk, key in wanted)
+    return f"generations:{scope}:{current}:{hashlib.sha256(name.encode()).hexdigest()}"
+
+
+def peek(scope: str, tokens: Iterable[tuple[str, int | None]], name: str) -> tuple[Any] | None:
+    """What `cached` would return without computing: ``(value,)`` when it is in the cache, else None (also
+    when the cache cannot be reached)."""
+    _replace_pending()
+    try:
+        hit = cache.get(_value_key(scope, tokens, name))
+    except Exception as exc:
+        logger.warning("cache unavailable, %s not read: %s", name, exc)
+        return None
+    return (hit[0],) if hit is not None else None
+
+
 def cached[T](scope: str, tokens: Iterable[tuple[str, int | None]], name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or its value from the cache when none of ``tokens`` (kind, id) was replaced since
     (nor ``TTL`` seconds passed). ``scope`` names what the value belongs to and must tell apart objects
@@ -147,10 +166,7 @@ def cached[T](scope: str, tokens: Iterable[tuple[str, int | None]], name: str, c
     (include every parameter)."""
     _replace_pending()
     try:
-        wanted = [(kind, pk, _token_key(kind, pk)) for kind, pk in tokens]
-        found = cache.get_many([key for _, _, key in wanted])  # one round trip for every token
-        current = ":".join(str(found.get(key) or _token(kind, pk)) for kind, pk, key in wanted)
-        key = f"generations:{scope}:{current}:{hashlib.sha256(name.encode()).hexdigest()}"
+        key = _value_key(scope, tokens, name)
         hit = cache.get(key)
     except Exception as exc:  # the cache backend's own errors (redis.ConnectionError, ...)
         logger.warning("cache unavailable, computing %s: %s", name, exc)

@@ -6,7 +6,7 @@ import pytest
 from pytest_django import DjangoCaptureOnCommitCallbacks, Settings
 
 from apps.accounts.models import Study, User
-from apps.agreement import services
+from apps.agreement import freshness, services
 from apps.agreement.metrics import agreement_report
 from apps.agreement.models import AgreementSnapshot
 from apps.agreement.ratings import PENDING, RatingsError, build_table, load_study_ratings
@@ -196,12 +196,47 @@ def test_a_large_study_is_computed_in_the_background(
     assert services.dashboard_state(labelled, 1).fresh
 
 
-def test_a_stale_large_study_waits_for_a_recompute(labelled: Study, lead: User, settings: Settings) -> None:
-    services.request_dashboard(labelled, None, actor=lead)
+def test_a_stale_large_study_is_recomputed_in_the_background_with_its_last_figures_shown(
+    labelled: Study,
+    lead: User,
+    settings: Settings,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
+    first = services.request_dashboard(labelled, None, actor=lead)
     Codebook.objects.filter(study=labelled).update(version=9)
     settings.AGREEMENT_SYNC_MAX_RATINGS = 5
     state = services.dashboard_state(labelled, None)
-    assert not state.fresh and not state.should_compute and state.snapshot is not None
+    assert not state.fresh and state.should_compute and state.snapshot == first
+    with django_capture_on_commit_callbacks(execute=False):
+        again = services.request_dashboard(labelled, None, actor=lead)
+    assert again.status == JobStatus.QUEUED  # in the background, not on the request
+    state = services.dashboard_state(labelled, None)
+    assert state.snapshot == first and state.running == again and not state.should_compute
+
+
+def test_a_large_studys_changed_labels_are_counted_in_the_background_not_on_the_view(
+    labelled: Study,
+    lead: User,
+    settings: Settings,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
+    first = services.request_dashboard(labelled, None, actor=lead)
+    settings.AGREEMENT_SYNC_MAX_RATINGS = 5
+    freshness.labels_changed(study_id=labelled.pk)
+    state = services.dashboard_state(labelled, None, wait=False)
+    assert state.checking and state.snapshot == first and not state.fresh and not state.should_compute
+    assert services.known_fingerprint(labelled) is None
+    with django_capture_on_commit_callbacks(execute=True) as sent:
+        services.count_fingerprint_soon(labelled)
+        services.count_fingerprint_soon(labelled)  # a second viewer: asked once
+    assert len(sent) == 1
+    assert services.known_fingerprint(labelled) == services.fingerprint(labelled)
+    state = services.dashboard_state(labelled, None, wait=False)
+    assert not state.checking and state.fresh  # the labels were changed back: nothing to recompute
+
+    settings.AGREEMENT_SYNC_MAX_RATINGS = 10_000  # a small study's view counts its labels itself
+    freshness.labels_changed(study_id=labelled.pk)
+    assert not services.dashboard_state(labelled, None, wait=False).checking
 
 
 def test_the_task_does_nothing_for_a_finished_snapshot(labelled: Study, lead: User) -> None:

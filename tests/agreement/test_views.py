@@ -308,3 +308,28 @@ def test_a_chart_refuses_series_of_the_wrong_length_or_non_finite_values() -> No
         line_chart(["a", "b", "c"], [Series("k", [0.1, 0.2], "#000")], title="t", chart_id="c")
     with pytest.raises(ValueError, match="non-finite"):
         line_chart(["a"], [Series("k", [float("nan")], "#000")], title="t", chart_id="c")
+
+
+def test_a_large_studys_dashboard_shows_its_last_figures_as_updating_while_the_labels_are_counted(
+    client: Client, labelled: Study, lead: User, settings: Settings
+) -> None:
+    from apps.agreement import freshness, services, views
+
+    login(client, lead).get(url("dashboard"))  # figures computed on this request
+    settings.AGREEMENT_SYNC_MAX_RATINGS = 5
+    freshness.labels_changed(study_id=labelled.pk)  # the task sent on commit never runs in this test
+
+    with CaptureQueriesContext(connection) as ran:
+        html = client.get(url("dashboard")).content.decode()
+    assert "Updating:" in html and 'id="fingerprint-check"' in html and "Every dimension and round" in html
+    assert not any("labelvalue" in q["sql"].lower() for q in ran)  # the labels were not counted on the view
+    confusion = client.get(url("dashboard"), headers={"HX-Request": "true", "HX-Target": "confusion"})
+    assert "items rated by both agree" in confusion.content.decode()  # asked for by the page once shown
+    check = url("check")
+    waiting = client.get(check, {"polls": "3"}, headers={"HX-Request": "true"})
+    assert 'id="fingerprint-check"' in waiting.content.decode() and "polls=4" in waiting.content.decode()
+
+    last = client.get(check, {"polls": str(views.CHECK_POLLS)}, headers={"HX-Request": "true"})
+    assert last.headers["HX-Refresh"] == "true"  # no worker counted them: the page did
+    assert services.known_fingerprint(labelled) is not None
+    assert "Updating:" not in client.get(url("dashboard")).content.decode()

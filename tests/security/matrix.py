@@ -244,6 +244,7 @@ MATRIX: dict[str, Rule] = {
     "agreement:dashboard": page("lead", kwargs=study),
     "agreement:models": page("lead", kwargs=study),
     "agreement:compute": page("lead", "POST", kwargs=study),
+    "agreement:check": page("lead", kwargs=study),
     "agreement:progress": page("lead", kwargs=extra("snapshot")),
     "agreement:cell-items": page(
         "lead", kwargs=study, query="?dimension=type&a=alice&b=bob&row=fault&col=howto"
