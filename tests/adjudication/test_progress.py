@@ -46,3 +46,19 @@ def test_one_item_at_a_time_writes_what_the_whole_study_recompute_writes(
     assert [refresh_progress([pk]) for pk in sorted(by_submissions)] == [1] * 5
     assert columns(study) == by_submissions
     assert refresh_progress([max(by_submissions) + 1000]) == 0
+
+
+def test_an_item_whose_columns_already_hold_their_values_is_not_written(
+    study: Study, round1: Round, make_item: Callable[..., Item], annotator_a: User, annotator_b: User
+) -> None:
+    """Every index of the item table (full-text and trigram ones among them) takes an entry per row
+    written: a refresh that changes nothing writes nothing, one item or the whole study."""
+    item = make_item(annotator_a, annotator_b)
+    RoundItem.objects.create(round=round1, item=item)
+    assert refresh_progress([item.pk]) == 1  # waiting → labelling
+    assert refresh_progress([item.pk]) == 0
+    assert refresh_progress(study=study) == 0
+    submit(item, annotator_a, CRASH)  # the first of two: still labelling
+    assert refresh_progress([item.pk]) == 0
+    Item.objects.filter(pk=item.pk).update(decision="x")
+    assert refresh_progress(study=study) == 1

@@ -45,8 +45,18 @@ def set_progress(
     items: ItemQuerySet, *, round_number: Expression, progress: Expression, decision: Expression
 ) -> int:
     """Write the grid's round, progress and decision columns of `items` from expressions evaluated per
-    row (correlated subqueries given by adjudication). Returns how many items were written."""
-    return items.update(round_number=round_number, progress=progress, decision=decision)
+    row (correlated subqueries given by adjudication), leaving out the items whose columns already hold
+    those values (`_unchanged`). Returns how many items were written."""
+    unchanged = _unchanged(round_number, progress, decision)
+    return items.exclude(unchanged).update(round_number=round_number, progress=progress, decision=decision)
+
+
+def _unchanged(round_number: Expression, progress: Expression, decision: Expression) -> Q:
+    """The items whose three columns already hold these values (none of them is ever NULL). Each of the
+    item table's 15 indexes (the full-text and trigram ones among them) takes a new entry for every row
+    written, since these columns are indexed; most submissions change nothing here (the first of an
+    item's two leaves it `labelling`), and a row not written costs only the subqueries."""
+    return Q(round_number=round_number, progress=progress, decision=decision)
 
 
 # The item id compiled into `progress_writer`'s statement and replaced by the real one on every call.
@@ -58,10 +68,11 @@ def progress_writer(
 ) -> Callable[[int], int]:
     """`set_progress` of one item, for the path every submission takes: the ORM compiles the UPDATE once
     (here, for the database in use), and each call of the returned function runs that SQL with the item's
-    id and returns how many items were written (0 or 1). Compiling the statement's five correlated
-    subqueries cost 2-3 ms a submission, several times running it (docs/decisions/0004)."""
+    id and returns how many items were written (0 or 1; 0 also when its columns already held the values).
+    Compiling the statement's correlated subqueries cost 2-3 ms a submission, several times running it
+    (docs/decisions/0004)."""
     query = UpdateQuery(Item)
-    query.add_q(Q(pk=_THE_ITEM))
+    query.add_q(Q(pk=_THE_ITEM) & ~_unchanged(round_number, progress, decision))
     query.add_update_values({"round_number": round_number, "progress": progress, "decision": decision})
     statement, params = query.get_compiler(DEFAULT_DB_ALIAS).as_sql()
     slots = [n for n, value in enumerate(params) if value == _THE_ITEM]
