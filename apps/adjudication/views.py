@@ -121,6 +121,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "review": row.review,
             "annotators": row.annotators,
             "dimensions": [names.get(k, k) for k in row.review.disagreeing_dimensions or []],
+            "sorted_by": row.sort_key if filters.sort == "category" else None,
             "claimed_by": row.review.claimed_by
             if row.review.claimed_by_id != request.user.pk and claimed_recently(row.review, now)
             else None,

@@ -220,8 +220,9 @@ def figures(
         "pair_notes": pair_notes.reasons,
         "annotators": annotators,
     }
-    if defer_confusion:  # counted from the current labels: the page asks for it once it is shown
-        ctx["confusion_deferred"] = len(annotators) >= 2
+    if defer_confusion and len(annotators) >= 2:  # counted from the current labels: asked for once shown
+        a, b = request.GET.get("a") or annotators[0], request.GET.get("b") or annotators[1]
+        ctx.update(confusion_deferred=True, confusion_a=a, confusion_b=b)
     else:
         ctx.update(_confusion(request, study, chosen["key"], scope, level, annotators))
     return ctx

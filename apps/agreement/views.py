@@ -113,7 +113,7 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 
 # How many polls (2 s apart) the page waits for a worker to count the labels before counting them itself.
-CHECK_POLLS = 15
+CHECK_POLLS = 5
 
 
 @login_required

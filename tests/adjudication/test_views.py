@@ -161,6 +161,8 @@ def test_the_queue_sorts_by_category_name(client: Client, lead: User, mixed_queu
     )
     order = [row["review"].item.title for row in response.context["rows"]]
     assert order == ["crash-vs-hang", "segfault-vs-hang"]  # "Crash" < "Hang"
+    assert [row["sorted_by"] for row in response.context["rows"]] == ["Crash", "Hang"]  # shown in the row
+    assert "· Crash</span>" in response.content.decode()
 
 
 def test_an_htmx_filter_gets_the_rows_partial_only(

@@ -322,6 +322,7 @@ def test_a_large_studys_dashboard_shows_its_last_figures_as_updating_while_the_l
     with CaptureQueriesContext(connection) as ran:
         html = client.get(url("dashboard")).content.decode()
     assert "Updating:" in html and 'id="fingerprint-check"' in html and "Every dimension and round" in html
+    assert "Counting the current labels" in html and '<option value="bob" selected>' in html
     assert not any("labelvalue" in q["sql"].lower() for q in ran)  # the labels were not counted on the view
     confusion = client.get(url("dashboard"), headers={"HX-Request": "true", "HX-Target": "confusion"})
     assert "items rated by both agree" in confusion.content.decode()  # asked for by the page once shown
