@@ -54,8 +54,8 @@ def set_progress(
 def _unchanged(round_number: Expression, progress: Expression, decision: Expression) -> Q:
     """The items whose three columns already hold these values (none of them is ever NULL). Each of the
     item table's 15 indexes (the full-text and trigram ones among them) takes a new entry for every row
-    written, since these columns are indexed; most submissions change nothing here (the first of an
-    item's two leaves it `labelling`), and a row not written costs only the subqueries."""
+    written, since these columns are indexed; the first of an item's two submissions changes nothing
+    here (it stays `labelling`), and a row not written costs only the subqueries."""
     return Q(round_number=round_number, progress=progress, decision=decision)
 
 
