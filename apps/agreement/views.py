@@ -106,7 +106,7 @@ def dashboard(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if snapshot is not None and snapshot.result.get("dimensions"):
         # While the labels are being counted or the figures recomputed, the confusion matrix (counted from
         # the current labels) comes after the page.
-        deferred = not fresh and request.headers.get("HX-Target") != "confusion"
+        deferred = not fresh and not is_htmx(request, target="confusion")
         ctx.update(page.figures(request, study, snapshot, level, index, defer_confusion=deferred))
         return render_page(request, "agreement/dashboard.html", ctx, partial="#confusion", target="confusion")
     return render(request, "agreement/dashboard.html", ctx)
