@@ -44,15 +44,21 @@ __all__ = [
 def cached[T](study: Study, codebook_id: int | None, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or its value from the cache when the study's labels have not changed since (nor
     ``TTL`` seconds passed). ``name`` tells the values of one study apart (include every parameter)."""
-    tokens = [(generations.LABELS, study.pk), ("codebook", codebook_id)]
-    return generations.cached(f"agreement:{generations.study_scope(study)}", tokens, name, compute)
+    return generations.cached(*_kept_under(study, codebook_id), name, compute)
 
 
 def peek(study: Study, codebook_id: int | None, name: str) -> tuple[Any] | None:
     """``(value,)`` when `cached` has the value of ``name`` for the study's labels as they are, else None
     (nothing is computed)."""
-    tokens = [(generations.LABELS, study.pk), ("codebook", codebook_id)]
-    return generations.peek(f"agreement:{generations.study_scope(study)}", tokens, name)
+    return generations.peek(*_kept_under(study, codebook_id), name)
+
+
+def _kept_under(study: Study, codebook_id: int | None) -> tuple[str, list[tuple[str, int | None]]]:
+    """The scope and the tokens (the study's labels, its codebook's) a study's label values are kept under."""
+    return f"agreement:{generations.study_scope(study)}", [
+        (generations.LABELS, study.pk),
+        ("codebook", codebook_id),
+    ]
 
 
 def labels_changed(*, study_id: int | None = None, codebook_id: int | None = None) -> None:

@@ -214,7 +214,7 @@ class DashboardState:
 
     @property
     def large(self) -> bool:
-        return self.fingerprint is None or int(self.fingerprint["ratings"]) > sync_max_ratings()
+        return self.fingerprint is None or _large(self.fingerprint)
 
     @property
     def should_compute(self) -> bool:
@@ -240,10 +240,15 @@ def dashboard_state(study: Study, level: int | None, *, wait: bool = True) -> Da
     unfinished = snapshots.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).order_by("-pk")[:5]
     running = next((s for s in unfinished if not is_stalled(s)), None)
     counted = _fingerprint_of(latest) if latest is not None else None
-    was_large = counted is not None and int(counted.get("ratings", 0)) > sync_max_ratings()
+    was_large = counted is not None and _large(counted)
     current = fingerprint(study) if wait or not was_large else known_fingerprint(study)
-    fresh = latest is not None and current is not None and _fingerprint_of(latest) == current
+    fresh = counted is not None and counted == current
     return DashboardState(latest, running, failed, fresh, current)
+
+
+def _large(counted: dict[str, Any]) -> bool:
+    """Labels this many are computed in the background (`sync_max_ratings`)."""
+    return int(counted.get("ratings", 0)) > sync_max_ratings()
 
 
 def _fingerprint_of(snapshot: AgreementSnapshot) -> dict[str, Any] | None:

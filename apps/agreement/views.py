@@ -123,7 +123,8 @@ def dashboard_check(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     are counted (`services.count_fingerprint_soon`), or counts them itself after `CHECK_POLLS` polls (no
     worker answered)."""
     study, role = access_study(request.user, slug, lead=True)
-    polls = int(request.GET.get("polls", "0")) if request.GET.get("polls", "0").isdigit() else 0
+    given = request.GET.get("polls", "")
+    polls = int(given) if given.isdigit() else 0
     if polls >= CHECK_POLLS:
         services.fingerprint(study)
     if services.known_fingerprint(study) is not None:
