@@ -419,6 +419,9 @@ if not REDIS_URL:
         "processed_folder": str(_queue_dir / "processed"),
         "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
+        # kombu looks for new messages once a second by default: a job then waits 0.5 s on average
+        # before it starts. A directory listing ten times a second costs the worker next to nothing.
+        "polling_interval": 0.1,
     }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
