@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 
 from apps.annotation.payload import payload_from_form
+from apps.core.widgets import QuickSelect
 from apps.taxonomy.index import CodebookIndex
 
 from .queries import QueueFilters
@@ -26,12 +27,20 @@ class QueueFilterForm(forms.Form):
     """The queue's filters (GET). Choices are the study's own rounds, dimensions, categories and
     annotators, so an id from another study is a validation error, never a leak."""
 
-    round = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Round")
-    dimension = forms.ChoiceField(required=False, label="Dimension")
-    category = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Category")
-    annotator = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Annotator")
-    with_annotator = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="with")
-    sort = forms.ChoiceField(choices=SORT_CHOICES, required=False, label="Sort")
+    round = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label="Round", widget=QuickSelect
+    )
+    dimension = forms.ChoiceField(required=False, label="Dimension", widget=QuickSelect)
+    category = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label="Category", widget=QuickSelect
+    )
+    annotator = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label="Annotator", widget=QuickSelect
+    )
+    with_annotator = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label="with", widget=QuickSelect
+    )
+    sort = forms.ChoiceField(choices=SORT_CHOICES, required=False, label="Sort", widget=QuickSelect)
     after = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(

@@ -339,6 +339,17 @@ def queue(study: Study, filters: QueueFilters) -> QuerySet[Review]:
     return reviews.order_by("sort_key", "item_id")  # type: ignore[misc]  # sort_key is annotated above
 
 
+#: What a queue row reads (`only`): the review, and of its item, round and claim what the page and the API
+#: show. A row then builds its models from 25 columns instead of 70 (a model is built field by field).
+QUEUE_ROW_FIELDS = (
+    *("item_id", "study_id", "round_id", "state", "disagreeing_dimensions", "updated_at"),
+    *("claimed_by_id", "claimed_at"),
+    *("item__url", "item__title", "item__source", "item__external_id"),
+    *("round__number", "round__name", "round__revealed_at"),
+    *("claimed_by__username", "claimed_by__display_name"),
+)
+
+
 @dataclass(frozen=True)
 class QueueRow:
     """One open disagreement as the queue shows it."""
@@ -384,7 +395,7 @@ def queue_page(
     queue's `order` (`queue_order`) the page's items are read by id, and their rows still checked against
     `reviews` (an item decided since the order was kept is left out); a cursor not in `order` (the order
     was counted again meanwhile) is followed in SQL."""
-    selected = reviews.select_related("item", "round", "claimed_by").defer(*item_text_fields("item__"))
+    selected = reviews.select_related("item", "round", "claimed_by").only(*QUEUE_ROW_FIELDS)
     start = 0 if after is None or order is None else _position_after(order, after[1])
     if order is not None and start is not None:
         window = order[start : start + size + 1]
@@ -412,13 +423,18 @@ def _position_after(order: list[tuple[Any, int]], item_id: int) -> int | None:
 
 
 def _with_annotators(page: list[Review]) -> list[QueueRow]:
+    """The page's rows with their annotators, in assignment order: one query of plain values, and one
+    (name-only) User per person, however many rows they annotated."""
     annotators: dict[tuple[int, int | None], list[User]] = defaultdict(list)
-    for assignment in (
+    people: dict[int, User] = {}
+    for item_id, round_id, user_id, username, display_name in (
         Assignment.objects.filter(item_id__in=[r.item_id for r in page])
-        .select_related("annotator")
         .order_by("id")
+        .values_list("item_id", "round_id", "annotator_id", "annotator__username", "annotator__display_name")
     ):
-        annotators[(assignment.item_id, assignment.round_id)].append(assignment.annotator)
+        if user_id not in people:
+            people[user_id] = User(id=user_id, username=username, display_name=display_name)
+        annotators[(item_id, round_id)].append(people[user_id])
     return [QueueRow(r, annotators[(r.item_id, r.round_id)], getattr(r, "sort_key", None)) for r in page]
 
 

@@ -7,6 +7,7 @@ with a status saying what happened: 422 refused, 409 conflict; adjudication.js l
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,6 +17,9 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import Truncator
+from django.utils.timesince import timesince
+from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -95,6 +99,44 @@ def _queue_query(form: QueueFilterForm | None) -> str:
 SHORT_SHOWN = 20  # items waiting for a hand decision, listed above the queue
 
 
+def _shown_rows(
+    request: HtmxHttpRequest,
+    study: Study,
+    index: CodebookIndex,
+    rows: list[queries.QueueRow],
+    *,
+    sorted_by: bool,
+    query: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The queue's rows as the page prints them, every value ready: the template then only writes them
+    out (50 rows through template filters, `{% url %}` and `timesince` cost 10-15 ms a page)."""
+    names = {d.key: d.name for d in index.dimensions}
+    link = reverse("adjudication:resolve", args=[study.slug, 0]).removesuffix("0/")
+    suffix = f"/?{query}" if query else "/"
+    shown = []
+    for row in rows:
+        review = row.review
+        claimed = review.claimed_by_id not in (None, request.user.pk) and claimed_recently(review, now)
+        shown.append(
+            {
+                "review": review,
+                "link": f"{link}{review.item_id}{suffix}",
+                "title": Truncator(review.item.display_title).chars(90),
+                "round": review.round,
+                "dimensions": [names.get(k, k) for k in review.disagreeing_dimensions or []],
+                "annotators": ", ".join(str(a) for a in row.annotators),
+                "annotator_count": len(row.annotators),
+                "sorted_by": (row.sort_key or "no category") if sorted_by else None,
+                "updated": localtime(review.updated_at).strftime("%Y-%m-%d %H:%M"),
+                "waiting": timesince(review.updated_at, now),
+                "claimed_by": review.claimed_by if claimed else None,
+                "claimed_for": timesince(review.claimed_at, now) if claimed and review.claimed_at else "",
+            }
+        )
+    return shown
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -114,20 +156,10 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if next_cursor is not None:
         params["after"] = encode_cursor(next_cursor)
         next_url = f"?{params.urlencode()}"
-    names = {d.key: d.name for d in index.dimensions}
     now = timezone.now()
-    shown = [
-        {
-            "review": row.review,
-            "annotators": row.annotators,
-            "dimensions": [names.get(k, k) for k in row.review.disagreeing_dimensions or []],
-            "sorted_by": row.sort_key if filters.sort == "category" else None,
-            "claimed_by": row.review.claimed_by
-            if row.review.claimed_by_id != request.user.pk and claimed_recently(row.review, now)
-            else None,
-        }
-        for row in rows
-    ]
+    query = _queue_query(form)
+    by_category = filters.sort == "category"
+    shown = _shown_rows(request, study, index, rows, sorted_by=by_category, query=query, now=now)
     ctx = study_context(
         study,
         role,
@@ -138,7 +170,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         first_page=after is None,
         counts=figures.counts,
         discussion=figures.discussion,
-        queue_query=_queue_query(form),
+        queue_query=query,
         now=now,
         short=None if is_htmx(request) else figures.short,
     )

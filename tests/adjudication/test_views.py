@@ -204,6 +204,44 @@ def test_the_queue_pages_by_keyset_oldest_first(
     assert second.context["next_url"] is None
 
 
+def test_a_queue_row_shows_its_item_round_annotators_and_claim_without_a_query_of_its_own(
+    client: Client,
+    lead: User,
+    second_lead: User,
+    make_item: MakeItem,
+    annotator_a: User,
+    annotator_b: User,
+    round1: Round,
+) -> None:
+    """The rows are built in the view (`_shown_rows`) from a page that reads only what they show: every
+    value still reaches the page, and a claim costs no query of its own (a row's round: the test below)."""
+    long_title = "Gradient all-reduce hangs " + "x" * 100
+    item = make_item(annotator_a, annotator_b, title=long_title)
+    submit(item, annotator_a, CRASH)
+    submit(item, annotator_b, HANG)
+    login(client, lead)
+    url = f"{queue_url(item.study)}?round={round1.pk}"
+    with CaptureQueriesContext(connection) as plain:
+        assert client.get(url).status_code == 200
+    Round.objects.filter(pk=round1.pk).update(revealed_at=timezone.now())
+    three_minutes_ago = timezone.now() - timedelta(minutes=3)
+    Review.objects.filter(item=item).update(claimed_by=second_lead, claimed_at=three_minutes_ago)
+    figures_changed(item.study_id)
+    client.get(url)  # the figures are counted again, as after any change
+    with CaptureQueriesContext(connection) as revealed_and_claimed:
+        body = client.get(url).content.decode()
+    assert len(revealed_and_claimed) <= len(plain)
+    link = reverse("adjudication:resolve", args=[item.study.slug, item.pk])
+    assert f'href="{link}?round={round1.pk}"' in body  # the link keeps the filters
+    assert "Gradient all-reduce hangs " + "x" * 63 + "…" in body and "x" * 65 not in body  # 90 characters
+    assert "not resolved by discussion" in body
+    assert 'title="opened 3\xa0minutes ago">leo</span>' in body
+    assert f"<td>{annotator_a}, {annotator_b}</td>" in body  # the study shows names by default
+    Study.objects.filter(pk=item.study_id).update(show_annotator_names=False)
+    body = client.get(url).content.decode()
+    assert "<td>2 annotators</td>" in body and f"{annotator_a}, {annotator_b}" not in body
+
+
 def test_the_queue_runs_a_constant_number_of_queries(
     client: Client, lead: User, study: Study, round1: Round
 ) -> None:
