@@ -42,6 +42,7 @@ from .serializers import (
     RoundSerializer,
     SubmitResultSerializer,
     SubmitSerializer,
+    submit_result_data,
 )
 from .services import gold
 
@@ -398,7 +399,7 @@ class AssignmentAnnotation(StudyAPIView):
         except services.NotYourAssignment as exc:
             raise Http404(NOT_FOUND_ASSIGNMENT) from exc
         return Response(
-            SubmitResultSerializer(_submitted(result, self.user, self.study.pk)).data,
+            submit_result_data(_submitted(result, self.user, self.study.pk)),
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
 

@@ -186,3 +186,33 @@ class SubmitSerializer(serializers.Serializer[Any]):
 class SubmitResultSerializer(AnnotationSerializer):
     created = serializers.BooleanField(help_text="The first submission of this assignment.")
     changed = serializers.BooleanField(help_text="False: the same labels were already stored.")
+
+
+_WHEN = serializers.DateTimeField()
+
+
+def submit_result_data(body: dict[str, Any]) -> dict[str, Any]:
+    """`SubmitResultSerializer(body).data`, built directly: the answer to every API submission. Making the
+    serializer copies its twelve declared fields and the findings' own on every call (1.5-2 ms of a 10 ms
+    submission on a two-core machine); tests/api/test_endpoints.py holds the two equal."""
+
+    def when(value: Any) -> Any:
+        return None if value is None else _WHEN.to_representation(value)
+
+    return {
+        "assignment": int(body["assignment"]),
+        "item": int(body["item"]),
+        "round": int(body["round"]),
+        "annotator": str(body["annotator"]),
+        "findings": [
+            {"values": {str(key): value for key, value in finding["values"].items()}}
+            for finding in body["findings"]
+        ],
+        "memo": str(body["memo"]),
+        "codebook_version": int(body["codebook_version"]),
+        "submitted_at": when(body["submitted_at"]),
+        "updated_at": when(body["updated_at"]),
+        "seconds_spent": None if body["seconds_spent"] is None else int(body["seconds_spent"]),
+        "created": bool(body["created"]),
+        "changed": bool(body["changed"]),
+    }

@@ -133,3 +133,32 @@ class Statement:
                 if getattr(exc.__cause__, "pgcode", None) != DUPLICATE_PREPARED_STATEMENT:
                     raise
             done[1].add(self.name)
+
+
+# PostgreSQL types of the parameter values an ORM-compiled statement holds (bool before int: a subclass).
+_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "bigint"),
+    (float, "double precision"),
+    (str, "text"),
+)
+
+
+def compiled_statement(name: str, sql: str, params: Sequence[Any]) -> Statement:
+    """A :class:`Statement` of SQL the ORM compiled (``%s`` placeholders, `params` in order): its
+    parameters are named ``p0``, ``p1``, ... in that order, and typed from their values. For a statement
+    the ORM writes well but PostgreSQL would plan on every call (correlated subqueries: planning costs
+    several times the run)."""
+    if "%%" in sql:
+        raise ValueError(f"{name}: a literal % in the statement is not supported")
+    pieces = sql.split("%s")
+    if len(pieces) != len(params) + 1:
+        raise ValueError(f"{name}: {len(pieces) - 1} placeholders for {len(params)} parameters")
+    types = {}
+    for position, value in enumerate(params):
+        kind = next((pg for python, pg in _TYPES if isinstance(value, python)), None)
+        if kind is None:
+            raise ValueError(f"{name}: parameter {position} is {value!r}, of no known PostgreSQL type")
+        types[f"p{position}"] = kind
+    named = pieces[0] + "".join(f"%(p{n})s{piece}" for n, piece in enumerate(pieces[1:]))
+    return Statement(name, named, types)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
 
 from apps.accounts.models import Membership, Role
 from apps.annotation.models import Annotation
+from apps.annotation.serializers import SubmitResultSerializer, submit_result_data
 from apps.corpus.models import Item
 from apps.corpus.serializers import ItemSummarySerializer
 from apps.taxonomy.models import Category, CategoryStatus
@@ -134,6 +136,28 @@ def test_a_submissions_answer_is_the_annotation_as_a_read_gives_it(world: World)
         assert (answer.pop("created"), answer.pop("changed")) == (created, True)
         assert answer == client.get(url).json()
         assert (answer["round"], answer["annotator"], answer["memo"]) == (1, "alice", body["memo"])
+
+
+def test_a_submissions_answer_built_directly_equals_what_its_serializer_gives() -> None:
+    """`submit_result_data` is `SubmitResultSerializer(body).data` without making the serializer: every
+    kind of value (pending, a missing time, an offset other than UTC) gives the same JSON."""
+    paris = datetime(2026, 3, 1, 10, 30, 15, 123456, tzinfo=ZoneInfo("Europe/Paris"))
+    bodies = [
+        {
+            "assignment": 7, "item": 3, "round": 1, "annotator": "alice",
+            "findings": [{"values": {"type": ["fault"], "symptom": "pending"}}, {"values": {}}],
+            "memo": "", "codebook_version": 4, "submitted_at": paris, "updated_at": paris,
+            "seconds_spent": None, "created": True, "changed": True,
+        },
+        {
+            "assignment": 8, "item": 9, "round": 2, "annotator": "bob", "findings": [],
+            "memo": "A <memo> & \"quotes\"", "codebook_version": 0, "submitted_at": None,
+            "updated_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "seconds_spent": 42,
+            "created": False, "changed": False,
+        },
+    ]  # fmt: skip
+    for body in bodies:
+        assert json.dumps(submit_result_data(body)) == json.dumps(SubmitResultSerializer(body).data)
 
 
 def test_labels_breaking_the_codebook_are_refused_with_each_problem(world: World) -> None:

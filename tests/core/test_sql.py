@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Study, User
 from apps.annotation.models import Annotation, Assignment, Round
-from apps.core.sql import Statement, columns, instance
+from apps.core.sql import Statement, columns, compiled_statement, instance
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -118,3 +118,28 @@ def test_a_statement_the_session_has_already_is_not_an_error(study: Study) -> No
     with transaction.atomic():
         assert statement.one({"study": study.pk}) == (study.slug,)
         assert Study.objects.filter(pk=study.pk).exists()  # the transaction is still usable
+
+
+def test_an_orm_compiled_statement_runs_prepared_with_its_parameters_typed_from_their_values(
+    study: Study,
+) -> None:
+    sql, params = (
+        Study.objects.filter(pk=study.pk, name__startswith="D", archived_at__isnull=True)
+        .values_list("slug")
+        .query.sql_with_params()
+    )
+    statement = compiled_statement("taxonomist_test_compiled", sql, params)
+    values = {f"p{n}": value for n, value in enumerate(params)}
+    assert statement.one(values) == (study.slug,)
+    assert statement.one({**values, "p0": study.pk + 1000}) is None
+    with CaptureQueriesContext(connection) as queries:
+        statement.one(values)
+    postgres = connection.vendor == "postgresql"
+    assert queries.captured_queries[-1]["sql"].startswith("EXECUTE" if postgres else "SELECT")
+
+
+def test_an_orm_compiled_statement_refuses_a_parameter_it_cannot_type_or_count() -> None:
+    with pytest.raises(ValueError, match="no known PostgreSQL type"):
+        compiled_statement("taxonomist_test_untyped", "SELECT %s", [None])
+    with pytest.raises(ValueError, match="2 placeholders for 1 parameters"):
+        compiled_statement("taxonomist_test_count", "SELECT %s, %s", [1])
