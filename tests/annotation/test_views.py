@@ -342,6 +342,8 @@ def test_the_queue_lists_only_my_work(
     login(client, annotator_a)
     html = client.get(reverse("annotation:queue", args=[study.slug])).content.decode()
     assert "Issue 1" in html and "Issue 4" not in html and extra.pk
+    mine = _mine(shared, annotator_a, items[0])  # each row links to its workbench
+    assert f'href="{reverse("annotation:workbench", args=[study.slug, mine.pk])}"' in html
 
 
 def test_rounds_page_shows_progress_per_annotator_for_leads_only(

@@ -96,6 +96,18 @@ def test_workbench_runs_a_constant_number_of_queries(
     _count(client, django_assert_num_queries, f"/studies/perf/label/{assignment.pk}/", WORKBENCH)
 
 
+def test_annotator_queue_runs_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any
+) -> None:
+    """My queue lists open and submitted assignments with their item and round, which it reads with only
+    the columns it shows (`QUEUE_ROW_FIELDS`): a column it shows but did not read would be a query a row."""
+    annotator = _first_open(bench_study).annotator
+    assert Assignment.objects.filter(annotator=annotator, status=AssignmentStatus.SUBMITTED).exists()
+    _count(
+        _client_for(annotator.username), django_assert_num_queries, "/studies/perf/queue/", ANNOTATOR_QUEUE
+    )
+
+
 def _deep_item(study: Any) -> str:
     """The grid's cursor of a page 90 % of the way into the study's items by round."""
     from apps.corpus.grid import encode_cursor
@@ -171,6 +183,9 @@ SUBMIT = 8
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
 # savepoints, so that a twin request's insert can be recovered from; with the same lock check.
 SUBMIT_ORM = 24
+# My queue: session, user with membership; the training lock, my rounds (cached figures aside), the open
+# rows of the first round with any, my 50 latest submissions, which of the open ones were sent back.
+ANNOTATOR_QUEUE = 6
 WORKBENCH = 8  # with the item's fix evidence (its links: one query, corpus/_fix-pane.html)
 # The study page, the disagreement queue and the codebook page keep their whole-study figures in the cache
 # between changes of the study (apps/core/generations.py): a view with nothing changed since the last one

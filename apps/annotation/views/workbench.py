@@ -26,7 +26,7 @@ from apps.accounts.permissions import access_study
 from apps.core.context import study_context
 from apps.core.generations import study_figures
 from apps.core.http import HtmxHttpRequest
-from apps.corpus.models import Item, item_text_fields
+from apps.corpus.models import Item
 from apps.corpus.services import ensure_rendered
 
 from .. import decided, services, suggestions
@@ -87,6 +87,11 @@ def _open_rows(rows: AssignmentQuerySet, per_round: list[dict[str, Any]]) -> lis
     return found
 
 
+#: What a row of my queue shows (`only`): a row builds its three models from 10 columns instead of 60.
+QUEUE_ROW_FIELDS = ("item", "round", "status", "submitted_at", "item__url", "item__title")
+QUEUE_ROW_FIELDS += ("round__number", "round__name")
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -96,7 +101,7 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         return first
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     per_round = study_figures(study, f"annotation.queue_rounds:{request.user.pk}", lambda: _per_round(mine))
-    rows = mine.select_related("item", "round").defer(*item_text_fields("item__"))
+    rows = mine.select_related("item", "round").only(*QUEUE_ROW_FIELDS)
     open_rows = _open_rows(rows, per_round)  # one more than shown: are there others?
     ctx = study_context(
         study,
@@ -110,6 +115,8 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         submitted=list(rows.submitted().order_by("-submitted_at")[:50]),
         done=sum(r["done"] for r in per_round),
         total=sum(r["total"] for r in per_round),
+        # a row's link is this and its id: 100 `{% url %}` cost 4 ms of the page
+        label_url=reverse("annotation:workbench", args=[study.slug, 0]).removesuffix("0/"),
     )
     return render(request, "annotation/queue.html", ctx)
 
