@@ -88,7 +88,7 @@ def _open_rows(rows: AssignmentQuerySet, per_round: list[dict[str, Any]]) -> lis
 
 
 #: What a row of my queue shows (`only`): a row builds its three models from 10 columns instead of 60.
-QUEUE_ROW_FIELDS = ("item", "round", "status", "submitted_at", "item__url", "item__title")
+QUEUE_ROW_FIELDS: tuple[str, ...] = ("item", "round", "status", "submitted_at", "item__url", "item__title")
 QUEUE_ROW_FIELDS += ("round__number", "round__name")
 
 
