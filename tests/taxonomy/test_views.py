@@ -152,6 +152,10 @@ def test_codebook_page_queries_do_not_grow_with_the_codebook(
     with django_assert_num_queries(len(small.captured_queries)):
         response = client.get(url("codebook", study))
     assert b"Extra 24" in response.content
+    html = response.content.decode()  # every category, the retired one too, opens its own panel
+    for key in ("hang", "extra-24", "slow"):
+        link = url("category", study, category(study, key).pk)
+        assert f'href="{link}" hx-get="{link}"' in html, key
 
 
 def test_annotator_codebook_page_queries_are_constant_too(
