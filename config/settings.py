@@ -119,6 +119,11 @@ TEMPLATES = [
 ]
 
 
+# Form widgets render through Jinja2's copies of Django's widget templates (the same markup): through the
+# Django template engine a widget cost 0.5-1 ms on the machines measured, so the rounds page's 13 widgets
+# were 9 ms of a 19 ms page (docs/performance.md). Pages themselves stay Django templates.
+FORM_RENDERER = "django.forms.renderers.Jinja2"
+
 # The embedded default under concurrency (docs/operations.md, "Concurrency on SQLite"): WAL lets readers go on
 # while one connection writes; every transaction starts IMMEDIATE, taking the write lock at BEGIN, so a
 # transaction that reads and then writes waits its turn instead of failing with "database is locked" when

@@ -109,8 +109,8 @@ def _shown_rows(
     query: str,
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """The queue's rows as the page prints them, every value ready: the template then only writes them
-    out (50 rows through template filters, `{% url %}` and `timesince` cost 10-15 ms a page)."""
+    """The queue's rows as the page prints them, every value ready (one reversed link for the page, not a
+    `{% url %}` a row): the template only writes them out."""
     names = {d.key: d.name for d in index.dimensions}
     link = reverse("adjudication:resolve", args=[study.slug, 0]).removesuffix("0/")
     suffix = f"/?{query}" if query else "/"
