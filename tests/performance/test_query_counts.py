@@ -100,7 +100,7 @@ def test_annotator_queue_runs_a_constant_number_of_queries(
     bench_study: Any, django_assert_num_queries: Any
 ) -> None:
     """My queue lists open and submitted assignments with their item and round, which it reads with only
-    the columns it shows (`QUEUE_ROW_FIELDS`): a column it shows but did not read would be a query a row."""
+    the columns it shows (`QUEUE_COLUMNS`): a column it shows but did not read would be a query a row."""
     annotator = _first_open(bench_study).annotator
     assert Assignment.objects.filter(annotator=annotator, status=AssignmentStatus.SUBMITTED).exists()
     _count(
