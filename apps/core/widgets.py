@@ -2,8 +2,9 @@
 
 Django's `Select` renders each option through its own template include: about 10 µs an option, so a
 filter form whose category select lists a large codebook (a thousand options) spends 10-25 ms of a page
-on its selects. :class:`QuickSelect` gives the same HTML, character for character, built with string
-joins (tests/core/test_widgets.py holds the two equal).
+on its selects. :class:`QuickSelect` gives the HTML Django's `Select` gives through the Django template
+engine, character for character, built with string joins (tests/core/test_widgets.py holds the two
+equal; the site's other widgets render through Jinja2's copies of those templates, FORM_RENDERER).
 """
 
 from __future__ import annotations
