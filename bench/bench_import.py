@@ -14,6 +14,8 @@ Each phase runs in a fresh Python process so that its peak resident memory (`ru_
 - import: the file import of a job, as `import_items` runs it but without its render phase (on
   PostgreSQL: one pass over the file, batches of 1,000 written by the background writer in one
   transaction; on SQLite: a checking pass, then the batches);
+- index (PostgreSQL): the full-text vectors of the imported items, which a worker fills after an import
+  job (`corpus.services.search_index`; searches parse the items still waiting meanwhile);
 - reimport: the same file again; every item is unchanged, nothing is written;
 - render: the render pass over the 100,000 unrendered items (Markdown -> HTML, Pygments, nh3).
 
@@ -177,12 +179,17 @@ def phase(name: str, path: Path) -> dict[str, Any]:
         job = services.create_import_job(study, FileParams(format="jsonl"), upload=path)
         claimed = claim_job(ImportJob, job.pk)
         assert claimed is not None
-        services.run_import(claimed, render=False)
+        services.run_import(claimed, render=False, search_index="skip")
         claimed.refresh_from_db()
         if claimed.status != JobStatus.SUCCEEDED:
             raise SystemExit(f"import failed: {claimed.error}")
         count = claimed.created + claimed.updated + claimed.unchanged
         detail = services.summarize(claimed)
+    elif name == "index":
+        from apps.corpus.services.search_index import fill_search_vectors, pending_search_vectors
+
+        count = fill_search_vectors(study.pk)
+        detail = f"{pending_search_vectors(study.pk)} left without a search vector"
     elif name == "render":
         count = services.render_pending(study)
         detail = f"{Item.objects.in_study(study).unrendered().count()} left unrendered"
@@ -242,7 +249,10 @@ def main() -> None:
                 file=sys.stderr,
             )
         run_phase("reset", path)
-        rows = [run_phase("import", path), run_phase("reimport", path)]
+        rows = [run_phase("import", path)]
+        if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+            rows.append(run_phase("index", path))
+        rows.append(run_phase("reimport", path))
         if not args.skip_render:
             rows.append(run_phase("render", path))
     columns = [("phase", "<10"), ("items", ">8"), ("seconds", ">8"), ("items/s", ">9"), ("peak RSS", ">9")]

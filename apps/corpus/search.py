@@ -1,7 +1,11 @@
 """Full-text search over items' title and body: PostgreSQL's text search, SQLite's FTS5.
 
-- PostgreSQL: a stored generated column `search_vector` (`TSVECTOR`) with a GIN index (migration 0009),
-  queried with `websearch_to_tsquery` (words are all required, "a phrase" in quotes, -word excluded, `or`).
+- PostgreSQL: a column `search_vector` (`TSVECTOR`) with a GIN index (migrations 0009, 0010), queried with
+  `websearch_to_tsquery` (words are all required, "a phrase" in quotes, -word excluded, `or`). It is filled
+  after an import by a background task (`services.search_index`), not on insert: an item with no vector
+  yet (just imported, or its title or body changed: a trigger clears its vector) is matched by computing
+  the expression on that row, found through the partial index `item_search_pending`, so a search is
+  always complete, only slower while an import's items wait for their vectors.
 - SQLite: an FTS5 table `corpus_item_fts` with external content (the item table), kept in sync by three
   triggers. A SQLite migration that remakes the item table drops its triggers, so they are not created by
   a migration but ensured after every `migrate` (`ensure_sqlite_fts`, on `post_migrate`), which also
@@ -21,9 +25,14 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
-# What the stored column `search_vector` holds (migration 0009 adds it on PostgreSQL; the model does not
-# declare it). The body is cut so that no tsvector passes PostgreSQL's 1 MB limit.
-TSVECTOR = "to_tsvector('english'::regconfig, left(coalesce(title, '') || ' ' || coalesce(body, ''), 200000))"
+# What the column `search_vector` holds (migrations 0009 and 0010 on PostgreSQL; the model does not declare
+# it), of the item's `{table}` title and body. The body is cut so that no tsvector passes PostgreSQL's 1 MB
+# limit.
+_TSVECTOR_OF = (
+    "to_tsvector('english'::regconfig, left(coalesce({table}title, '') || ' ' || coalesce({table}body, ''), "
+    "200000))"
+)
+TSVECTOR = _TSVECTOR_OF.format(table="")
 
 SQLITE_FTS = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS corpus_item_fts USING fts5(title, body, content='corpus_item', "
@@ -42,6 +51,13 @@ _SQLITE_OBJECTS = (
     "corpus_item_fts_insert",
     "corpus_item_fts_delete",
     "corpus_item_fts_update",
+)
+
+_PG_MATCH = (
+    '("corpus_item"."search_vector" @@ websearch_to_tsquery(\'english\', %s) OR '
+    '("corpus_item"."search_vector" IS NULL AND '
+    + _TSVECTOR_OF.format(table='"corpus_item".')
+    + " @@ websearch_to_tsquery('english', %s)))"
 )
 
 _TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
@@ -86,11 +102,8 @@ def matches(text: str) -> RawSQL:
     if connection.vendor == "postgresql":
         # The stored column, not the expression: only the column has the GIN index, and recomputing the
         # expression walks and re-parses every body (a word no item has took over 20 s at 100k items).
-        return RawSQL(
-            '"corpus_item"."search_vector" @@ websearch_to_tsquery(\'english\', %s)',
-            (text,),
-            output_field=BooleanField(),
-        )
+        # Only the rows still waiting for their vector are parsed here (a bitmap OR of the two indexes).
+        return RawSQL(_PG_MATCH, (text, text), output_field=BooleanField())
     query = fts5_query(text)
     if not query:
         return RawSQL("1 = 0", (), output_field=BooleanField())

@@ -12,6 +12,7 @@ from apps.core.jobs import claim_job
 
 from .models import ImportJob
 from .services import render_pending, run_import
+from .services.search_index import fill_search_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -39,3 +40,9 @@ def render_items_task(study_id: int) -> None:
     study = Study.objects.filter(pk=study_id).first()
     if study is not None:
         render_pending(study)
+
+
+@shared_task(acks_late=True, ignore_result=True, name="corpus.index_search")
+def index_search_task(study_id: int) -> None:
+    """Fill the full-text vectors of the study's items that have none (PostgreSQL). Idempotent."""
+    fill_search_vectors(study_id)

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -58,6 +58,7 @@ from ..stackexchange import KeyRejected, StackExchangeClient, StackExchangeError
 from . import pg
 from .hydrate import hydrate_items
 from .render import render_pending
+from .search_index import fill_search_vectors, fill_search_vectors_soon
 from .trackers import count_results, import_gitlab, import_jira, read_url_list, rules_or_fail
 from .upsert import UnstorableRecord, add_error, unstorable, upsert_records
 
@@ -208,6 +209,7 @@ def run_import(
     session: Any = None,
     sleep: Callable[[float], None] | None = None,
     render: bool = True,
+    search_index: Literal["soon", "now", "skip"] = "soon",
 ) -> ImportJob:
     """Run an import job to its end (status, counts, errors, duration recorded on the row).
 
@@ -216,6 +218,8 @@ def run_import(
     for tests) and are never written anywhere. `session` and `sleep` are the HTTP boundary, for tests.
     The upsert stores the items it writes rendered; after it, items of the study still unrendered
     (stored by a path that did not render) are rendered in a second phase, unless `render` is False.
+    The full-text vectors of what it wrote (PostgreSQL) are filled after the job by a worker (`soon`),
+    before the job ends (`now`: the commands, which have no worker), or not at all (`skip`: benchmarks).
     """
     env = dict(os.environ if environ is None else environ)
     pause = sleep if sleep is not None else _sleep
@@ -247,9 +251,15 @@ def run_import(
         if render and Item.objects.in_study(study).unrendered().exists():
             progress.note(f"{summary} Rendering bodies…")
             render_pending(study, progress)
+        if search_index == "now" and job.created + job.updated:
+            progress.note(f"{summary} Indexing for search…")
+            fill_search_vectors(study.pk)
         return summary
 
-    return run_job(job, work, fields=IMPORT_JOB_FIELDS, echo=echo)
+    finished = run_job(job, work, fields=IMPORT_JOB_FIELDS, echo=echo)
+    if search_index == "soon" and finished.created + finished.updated:
+        fill_search_vectors_soon(finished.study_id)
+    return finished
 
 
 def _sleep(seconds: float) -> None:
@@ -269,7 +279,7 @@ def import_in_foreground(
     claimed = claim_job(ImportJob, job.pk, task_id="foreground")
     if claimed is None:  # nobody else knows this fresh job's id; this cannot happen
         raise RuntimeError(f"import job {job.pk} was claimed by someone else")
-    return run_import(claimed, echo=echo)
+    return run_import(claimed, echo=echo, search_index="now")
 
 
 def summarize(job: ImportJob) -> str:
