@@ -302,10 +302,11 @@ def short_of_annotators(study: Study) -> QuerySet[Review]:
     )
 
 
-def queue(study: Study, filters: QueueFilters) -> QuerySet[Review]:
+def queue(study: Study, filters: QueueFilters, *, keyed: bool = True) -> QuerySet[Review]:
     """The open disagreements of the study, filtered and sorted, with `sort_key` annotated for keyset
-    pagination (the ordering is always ``(sort_key, item_id)``). The query is one statement whatever the
-    filters; `queue_page` adds the prefetch of the annotators."""
+    pagination (the ordering is always ``(sort_key, item_id)``); unsorted and without the key when not
+    `keyed` (a page read by id from the kept order, which holds the keys). The query is one statement
+    whatever the filters; `queue_page` adds the prefetch of the annotators."""
     reviews = Review.objects.open_disagreements().filter(study=study)
     if filters.round_id is not None:
         reviews = reviews.filter(round_id=filters.round_id)
@@ -328,6 +329,8 @@ def queue(study: Study, filters: QueueFilters) -> QuerySet[Review]:
                 )
             )
         )
+    if not keyed:
+        return reviews
     if filters.sort == "category":
         first = labels.filter(category__isnull=False)
         if filters.dimension:
@@ -362,9 +365,21 @@ class QueueRow:
 def queue_rows(
     study: Study, filters: QueueFilters, after: tuple[Any, int] | None, size: int = QUEUE_PAGE
 ) -> tuple[list[QueueRow], tuple[Any, int] | None]:
-    """`queue_page` of the study's queue with these filters, its order from the cache when kept there
-    (`queue_order`)."""
-    return queue_page(queue(study, filters), after, size, order=queue_order(study, filters))
+    """A page of the study's queue with these filters after the cursor `after`, and the next cursor: read
+    by id from the order kept in the cache (`queue_order`) when there is one and it holds the cursor,
+    else by the SQL keyset (`queue_page`; a cursor the recounted order lacks is followed there)."""
+    order = queue_order(study, filters)
+    start = None if order is None else (0 if after is None else _position_after(order, after[1]))
+    if order is None or start is None:
+        return queue_page(queue(study, filters), after, size)
+    window = order[start : start + size + 1]
+    keys = {item_id: key for key, item_id in window[:size]}
+    # Read by id, still checked to be open disagreements matching the filters (one decided since is left out);
+    # the keys from the order, not the statement (the category key is a subquery a row: 3-4 ms a page).
+    selected = queue(study, filters, keyed=False).select_related("item", "round", "claimed_by")
+    found = {r.item_id: r for r in selected.only(*QUEUE_ROW_FIELDS).filter(item_id__in=list(keys))}
+    rows = _with_annotators([found[item_id] for item_id in keys if item_id in found], keys)
+    return rows, (window[size - 1] if len(window) > size else None)
 
 
 def queue_order(study: Study, filters: QueueFilters) -> list[tuple[Any, int]] | None:
@@ -384,27 +399,12 @@ def queue_order(study: Study, filters: QueueFilters) -> list[tuple[Any, int]] | 
 
 
 def queue_page(
-    reviews: QuerySet[Review],
-    after: tuple[Any, int] | None,
-    size: int = QUEUE_PAGE,
-    *,
-    order: list[tuple[Any, int]] | None = None,
+    reviews: QuerySet[Review], after: tuple[Any, int] | None, size: int = QUEUE_PAGE
 ) -> tuple[list[QueueRow], tuple[Any, int] | None]:
-    """One page after the keyset cursor `after` = (sort_key, item_id), and the cursor of the next page
-    (None on the last). Two queries whatever the page size: the page, and its assignments. With the
-    queue's `order` (`queue_order`) the page's items are read by id, and their rows still checked against
-    `reviews` (an item decided since the order was kept is left out); a cursor not in `order` (the order
-    was counted again meanwhile) is followed in SQL."""
+    """One page of `reviews` (`queue`) after the keyset cursor `after` = (sort_key, item_id), and the
+    cursor of the next page (None on the last). Two queries whatever the page size: the page, and its
+    assignments."""
     selected = reviews.select_related("item", "round", "claimed_by").only(*QUEUE_ROW_FIELDS)
-    start = 0 if after is None or order is None else _position_after(order, after[1])
-    if order is not None and start is not None:
-        window = order[start : start + size + 1]
-        has_next = len(window) > size
-        ids = [item_id for _, item_id in window[:size]]
-        found = {r.item_id: r for r in selected.filter(item_id__in=ids)}
-        page = [found[item_id] for item_id in ids if item_id in found]
-        rows = _with_annotators(page)
-        return rows, (window[size - 1] if has_next else None)
     if after is not None:
         key, item_id = after
         selected = selected.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
@@ -416,15 +416,13 @@ def queue_page(
 
 
 def _position_after(order: list[tuple[Any, int]], item_id: int) -> int | None:
-    for position, (_, listed) in enumerate(order):
-        if listed == item_id:
-            return position + 1
-    return None
+    return next((position + 1 for position, (_, listed) in enumerate(order) if listed == item_id), None)
 
 
-def _with_annotators(page: list[Review]) -> list[QueueRow]:
+def _with_annotators(page: list[Review], keys: dict[int, Any] | None = None) -> list[QueueRow]:
     """The page's rows with their annotators, in assignment order: one query of plain values, and one
-    (name-only) User per person, however many rows they annotated."""
+    (name-only) User per person, however many rows they annotated. Sort keys from `keys` (by item id) when
+    given, else as annotated on the reviews."""
     annotators: dict[tuple[int, int | None], list[User]] = defaultdict(list)
     people: dict[int, User] = {}
     for item_id, round_id, user_id, username, display_name in (
@@ -435,7 +433,13 @@ def _with_annotators(page: list[Review]) -> list[QueueRow]:
         if user_id not in people:
             people[user_id] = User(id=user_id, username=username, display_name=display_name)
         annotators[(item_id, round_id)].append(people[user_id])
-    return [QueueRow(r, annotators[(r.item_id, r.round_id)], getattr(r, "sort_key", None)) for r in page]
+
+    return [
+        QueueRow(
+            r, annotators[(r.item_id, r.round_id)], keys[r.item_id] if keys else getattr(r, "sort_key", None)
+        )
+        for r in page
+    ]
 
 
 def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
