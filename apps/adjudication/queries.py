@@ -373,9 +373,8 @@ def queue_rows(
     if order is None or start is None:
         return queue_page(queue(study, filters), after, size)
     window = order[start : start + size + 1]
-    keys = {item_id: key for key, item_id in window[:size]}
-    # Read by id, still checked to be open disagreements matching the filters (one decided since is left out);
-    # the keys from the order, not the statement (the category key is a subquery a row: 3-4 ms a page).
+    keys = {item_id: key for key, item_id in window[:size]}  # not the statement's (a subquery a row: 3-4 ms)
+    # Read by id, still checked to be open disagreements matching the filters (one decided since is left out)
     selected = queue(study, filters, keyed=False).select_related("item", "round", "claimed_by")
     found = {r.item_id: r for r in selected.only(*QUEUE_ROW_FIELDS).filter(item_id__in=list(keys))}
     rows = _with_annotators([found[item_id] for item_id in keys if item_id in found], keys)
@@ -403,16 +402,17 @@ def queue_page(
 ) -> tuple[list[QueueRow], tuple[Any, int] | None]:
     """One page of `reviews` (`queue`) after the keyset cursor `after` = (sort_key, item_id), and the
     cursor of the next page (None on the last). Two queries whatever the page size: the page, and its
-    assignments."""
+    assignments. The `>=` lets the key's index bound the walk (the OR alone was a filter over 15,000 rows
+    to reach a page at 90 %: 7 ms at 100k)."""
     selected = reviews.select_related("item", "round", "claimed_by").only(*QUEUE_ROW_FIELDS)
     if after is not None:
-        key, item_id = after
-        selected = selected.filter(Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=item_id))
+        key, pk = after
+        selected = selected.filter(
+            Q(sort_key__gte=key), Q(sort_key__gt=key) | Q(sort_key=key, item_id__gt=pk)
+        )
     page = list(selected[: size + 1])
-    has_next = len(page) > size
     rows = _with_annotators(page[:size])
-    cursor = (rows[-1].sort_key, rows[-1].review.item_id) if has_next and rows else None
-    return rows, cursor
+    return rows, ((rows[-1].sort_key, rows[-1].review.item_id) if len(page) > size and rows else None)
 
 
 def _position_after(order: list[tuple[Any, int]], item_id: int) -> int | None:
