@@ -520,6 +520,9 @@ def generate_study(slug: str, size: int, *, seed: int = 2023, disagreement: floa
         from apps.adjudication.progress import refresh_progress
 
         refresh_progress(study=study)
+    from apps.corpus.services.search_index import fill_search_vectors
+
+    fill_search_vectors(study.pk)  # as the worker does after an import
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
         # VACUUM too: recreating a study leaves the old one's rows dead in the indexes, and the planner's
         # probes of index ends (get_actual_variable_range) then cost 13 ms of planning per query until

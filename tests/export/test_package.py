@@ -357,3 +357,16 @@ def test_a_bad_guidelines_entry_is_refused_naming_it_and_nothing_is_written(
     assert "study.json.guidelines[0].codebook_version: expected a whole number ≥ 0, got 'two'" in message
     assert "study.json.guidelines[1].number: expected a new whole number ≥ 1, got 1" in message
     assert counts() == before
+
+
+def test_an_imported_study_is_indexed_for_search_before_the_command_returns(
+    labelled: Study, tmp_path: Path
+) -> None:
+    """import_study is a command with no worker to leave the full-text vectors to (PostgreSQL; SQLite's
+    FTS5 triggers index the items as they are written): they are filled before it returns."""
+    from apps.corpus.services.search_index import pending_search_vectors
+
+    copy = import_study("ddp-copy", package(labelled, tmp_path / "p.zip")).study
+
+    assert Item.objects.filter(study=copy).exists()
+    assert pending_search_vectors(copy.pk) == 0

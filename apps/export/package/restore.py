@@ -47,6 +47,7 @@ from apps.accounts.services import new_slug_problem
 from apps.adjudication.progress import refresh_progress
 from apps.annotation.services.package import FILE as DISCUSSION
 from apps.annotation.services.package import restore_discussion, usernames
+from apps.corpus.services.search_index import fill_search_vectors
 from apps.raters.package import ANSWERS_FILE, RATERS_FILE, PlannedAnswer, check_models, restore_models
 from apps.taxonomy.models import Dimension
 
@@ -218,6 +219,8 @@ def import_study(
             n_model_answers = restore_models(study, model_raters, model_answers, item_ids, round_ids)
             say("Bringing the review state of undecided items up to date…")
             undecided_reviews(target, written.undecided)
+    say("Indexing the items for search…")
+    fill_search_vectors(study.pk)  # a command: no worker to leave it to (a search parses them meanwhile)
     result = ImportedStudy(
         study=study,
         items=len(item_ids),
