@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 BATCH = 2000  # items a transaction: a few hundred ms each, so a long fill never holds many row locks
 
-# Hand-written (decision 0004): the model does not declare the column, so the ORM cannot write it.
+# Hand-written (decision 0010): the model does not declare the column, so the ORM cannot write it.
 # The inner SELECT finds the pending rows through the partial index `item_search_pending`.
 _FILL = (
     f"UPDATE corpus_item SET search_vector = {TSVECTOR} WHERE id IN (SELECT id FROM corpus_item "
