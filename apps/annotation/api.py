@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import CharField, Count, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat, LPad
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path
@@ -246,18 +247,29 @@ class AssignmentList(StudyListAPIView[Assignment]):
         return _with_refs(rows)
 
 
+def _padded(field: str, width: int) -> LPad:
+    return LPad(Cast(field, CharField()), width, Value("0"))
+
+
 class MyQueue(StudyListAPIView[Assignment]):
     """The caller's open assignments in queue order (round, then position), decided items left out."""
 
     serializer_class = AssignmentSerializer
-    cursor_ordering = ("round_number", "position", "id")
+    # One unique key in queue order (round number, position, id, zero-padded): DRF's cursor keeps the value
+    # of the first ordering column only and pages through its ties by an offset it caps at 1,000, so with
+    # the round number first, every page past 1,500 open assignments of a round was the same page, forever.
+    cursor_ordering = "queue_key"
+    cursor_position_pattern = r"[0-9]{39}"
 
     def get_queryset(self) -> QuerySet[Assignment]:
         mine = Assignment.objects.for_annotator(self.user).filter(study=self.study).open()
         mine = mine.exclude(
             Q(gold=False) & decided.reader().review_decided("item__")
         )  # gold: docs/quality.md
-        return _with_refs(mine).annotate(round_number=F("round__number"))
+        key = Concat(
+            _padded("round__number", 10), _padded("position", 10), _padded("id", 19), output_field=CharField()
+        )
+        return _with_refs(mine).annotate(queue_key=key)
 
 
 class AssignmentDetail(StudyAPIView):

@@ -12,6 +12,7 @@ The access check of a study's endpoints needs accounts' Study and Membership, so
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, NoReturn
 
@@ -166,7 +167,8 @@ _ERROR_TEXT = {
 
 
 class KeysetPagination(CursorPagination):
-    """Cursor pages over a unique ordering (default ``id``; a view sets `cursor_ordering`).
+    """Cursor pages over a unique ordering (default ``id``; a view sets `cursor_ordering`, and for a key it
+    computes, `cursor_position_pattern`, the regular expression a position must match).
 
     A cursor is opaque to clients but readable by anyone (base64 of ``o=…&r=…&p=…``), so a forged one is
     refused with a 400 before it reaches a query: undecodable, or a position that is not a value of the
@@ -196,7 +198,10 @@ class KeysetPagination(CursorPagination):
         cursor = self.decode_cursor(request)
         if cursor is not None and cursor.position is not None:
             column = self.get_ordering(request, queryset, view)[0].lstrip("-")
-            if not _is_value_of(queryset, column, str(cursor.position)):
+            pattern = getattr(view, "cursor_position_pattern", None)  # a computed key's shape
+            if not _is_value_of(queryset, column, str(cursor.position)) or (
+                pattern is not None and not re.fullmatch(pattern, str(cursor.position))
+            ):
                 raise Refused(self.invalid_cursor_message)
         return super().paginate_queryset(queryset, request, view)
 
