@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from .codebook_spec import CategorySpec, CodebookSpec, DimensionSpec, codebook_to_data
 from .models import Category, CategoryStatus, Codebook, Dimension
@@ -59,16 +59,32 @@ def note_codebook_write(**_: Any) -> None:
     the transaction ends (a rollback would otherwise leave its content cached under a committed key)."""
     _CACHE.clear()
     _LAST_READ.clear()
-    if connection.in_atomic_block:
-        setattr(connection, _WRITING, True)
+    if connection.in_atomic_block and not _marked():
+        # The mark is an on-commit hook of this transaction: it runs (and clears the mark) at the commit,
+        # and leaves the connection's hooks at a rollback, or with the savepoint that made the write.
+        def written() -> None:
+            setattr(connection, _WRITING, None)
+
+        setattr(connection, _WRITING, written)
+        transaction.on_commit(written)
+
+
+def _marked() -> bool:
+    """Whether the open transaction has written a codebook: its mark is still among its on-commit hooks."""
+    written = getattr(connection, _WRITING, None)
+    return (
+        written is not None
+        and connection.in_atomic_block
+        and any(entry[1] is written for entry in connection.run_on_commit)
+    )
 
 
 def _cache_usable() -> bool:
-    if getattr(connection, _WRITING, False):
-        if connection.in_atomic_block:
-            return False
-        setattr(connection, _WRITING, False)
-    return True
+    """Whether this connection may read and fill the cache: not while its open transaction has written a
+    codebook. Once that transaction has ended, however it ended, the cache serves again (before, the mark
+    outlived a transaction until a read outside any, so a worker process whose request had edited a
+    codebook read it from the database at every submission: 1 ms of a 5 ms API submission)."""
+    return not _marked()
 
 
 class UnknownDimensionError(LookupError):

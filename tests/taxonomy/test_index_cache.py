@@ -78,3 +78,68 @@ def test_a_rolled_back_change_leaves_no_trace_in_the_cache(
         raise Abort
 
     assert CodebookIndex.for_study(study).categories[hang.pk].name == "Hang"
+
+
+def test_after_a_transaction_that_wrote_a_codebook_the_next_ones_use_the_cache_again(
+    study: Study, codebook: Codebook, lead: User, django_assert_num_queries: Any
+) -> None:
+    """A worker process's request that edits a codebook must not leave every later request of that process
+    reading the codebook from the database (the mark used to outlive its transaction until a read outside
+    any: every API submission, which reads inside its transaction, paid 2 queries for it)."""
+    with transaction.atomic():
+        services.rename_category(category(study, "hang"), "Deadlock", actor=lead)
+    with transaction.atomic():  # the next request, in its transaction
+        first = CodebookIndex.for_study(study)
+        with django_assert_num_queries(1):
+            assert CodebookIndex.for_study(study) is first
+
+
+def test_a_rolled_back_write_also_ends_the_mark(study: Study, codebook: Codebook, lead: User) -> None:
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort), transaction.atomic():
+        services.rename_category(category(study, "hang"), "Deadlock", actor=lead)
+        raise Abort
+    with transaction.atomic():
+        first = CodebookIndex.for_study(study)
+        assert CodebookIndex.for_study(study) is first
+        assert first.categories[category(study, "hang").pk].name == "Hang"
+
+
+def test_a_savepoint_rolled_back_after_the_write_keeps_the_cache_out_until_the_end(
+    study: Study, codebook: Codebook, lead: User
+) -> None:
+    hang = category(study, "hang")
+    CodebookIndex.for_study(study)
+
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort), transaction.atomic():
+        services.rename_category(hang, "Deadlock", actor=lead)
+        with pytest.raises(Abort), transaction.atomic():  # a savepoint after the write, rolled back
+            raise Abort
+        read = CodebookIndex.for_study(study)
+        assert read.categories[hang.pk].name == "Deadlock"
+        assert CodebookIndex.for_study(study) is not read  # still read around the cache
+        raise Abort
+    assert CodebookIndex.for_study(study).categories[hang.pk].name == "Hang"
+
+
+def test_a_later_transaction_that_writes_is_marked_anew(study: Study, codebook: Codebook, lead: User) -> None:
+    """The mark of a transaction that ended by a rollback is left on the connection: the next transaction
+    that writes a codebook must still read around the cache."""
+    hang = category(study, "hang")
+
+    class Abort(Exception):
+        pass
+
+    for name in ("Deadlock", "Stalled"):
+        with pytest.raises(Abort), transaction.atomic():
+            services.rename_category(hang, name, actor=lead)
+            read = CodebookIndex.for_study(study)
+            assert read.categories[hang.pk].name == name
+            assert CodebookIndex.for_study(study) is not read
+            raise Abort
+    assert CodebookIndex.for_study(study).categories[hang.pk].name == "Hang"
