@@ -1,11 +1,11 @@
-"""`make bench-peers`: Taxonomist, Label Studio and doccano under the same workload, side by side.
+"""`make bench-peers`: Taxonomist, Label Studio, doccano and Potato under the same workload, side by side.
 
     .venv/bin/python bench/peers/run.py [--size 10000] [--annotations 200] [--requests 100]
         [--dir .peers] [--database-url postgres://postgres@127.0.0.1:5432/bench_peers]
-        [--only taxonomist,label-studio,doccano] [--json FILE]
+        [--only taxonomist,label-studio,doccano,potato] [--json FILE]
 
 The same N items (~1.5 KB of text each, `common.make_items`) go to every tool, which then gets, through
-its REST API with token auth, on 127.0.0.1:
+its HTTP interface on 127.0.0.1 (Potato: its data file and its annotation endpoint, `potato_peer.py`):
 
 1. import: all N items in one upload, timed at the client until the tool reports them stored (items/s);
 2. submit: `--annotations` single-choice annotations (bug / question / feature), one request at a time
@@ -13,8 +13,8 @@ its REST API with token auth, on 127.0.0.1:
 3. list: `--requests` pages of 50 items at random positions, the same positions for every tool;
 4. export: every item, timed until the file is downloaded (items/s).
 
-Label Studio and doccano are installed from PyPI into virtualenvs under `--dir` (`install.py`) and run
-with their default embedded database (SQLite), their data in a temporary folder; Taxonomist runs on
+Label Studio, doccano and Potato are installed from PyPI into virtualenvs under `--dir` (`install.py`) and
+run with their default storage (SQLite; Potato's files), their data in a temporary folder; Taxonomist runs on
 PostgreSQL under gunicorn (`bench_http.Server`). A tool that cannot be installed, started or driven gets
 a column of `n/a` and its reason; the others are still measured. Every server is stopped at the end.
 """
