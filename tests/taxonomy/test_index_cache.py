@@ -20,6 +20,10 @@ from .conftest import category
 pytestmark = pytest.mark.django_db(transaction=True)  # committed state, as between two requests
 
 
+class Abort(Exception):
+    """Raised inside a transaction to roll it back."""
+
+
 def test_an_unchanged_codebook_is_read_in_one_query(
     study: Study, codebook: Codebook, django_assert_num_queries: Any
 ) -> None:
@@ -66,9 +70,6 @@ def test_a_rolled_back_change_leaves_no_trace_in_the_cache(
     hang = category(study, "hang")
     CodebookIndex.for_study(study)
 
-    class Abort(Exception):
-        pass
-
     with pytest.raises(Abort), transaction.atomic():
         services.rename_category(hang, "Deadlock", actor=lead)
         # Read inside the transaction that wrote: the new name, but kept out of the cache.
@@ -95,8 +96,6 @@ def test_after_a_transaction_that_wrote_a_codebook_the_next_ones_use_the_cache_a
 
 
 def test_a_rolled_back_write_also_ends_the_mark(study: Study, codebook: Codebook, lead: User) -> None:
-    class Abort(Exception):
-        pass
 
     with pytest.raises(Abort), transaction.atomic():
         services.rename_category(category(study, "hang"), "Deadlock", actor=lead)
@@ -113,9 +112,6 @@ def test_a_savepoint_rolled_back_after_the_write_keeps_the_cache_out_until_the_e
     hang = category(study, "hang")
     CodebookIndex.for_study(study)
 
-    class Abort(Exception):
-        pass
-
     with pytest.raises(Abort), transaction.atomic():
         services.rename_category(hang, "Deadlock", actor=lead)
         with pytest.raises(Abort), transaction.atomic():  # a savepoint after the write, rolled back
@@ -131,9 +127,6 @@ def test_a_later_transaction_that_writes_is_marked_anew(study: Study, codebook: 
     """The mark of a transaction that ended by a rollback is left on the connection: the next transaction
     that writes a codebook must still read around the cache."""
     hang = category(study, "hang")
-
-    class Abort(Exception):
-        pass
 
     for name in ("Deadlock", "Stalled"):
         with pytest.raises(Abort), transaction.atomic():
