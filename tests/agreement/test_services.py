@@ -239,6 +239,24 @@ def test_a_large_studys_changed_labels_are_counted_in_the_background_not_on_the_
     assert not services.dashboard_state(labelled, None, wait=False).checking
 
 
+def test_a_large_studys_first_figures_on_their_way_are_not_recounted_on_the_view(
+    labelled: Study,
+    lead: User,
+    settings: Settings,
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
+    """No figures yet, the first computation queued: a label change is counted in the background, as for
+    a study with figures, not on the view (313 ms at 100,000 items)."""
+    settings.AGREEMENT_SYNC_MAX_RATINGS = 5
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = services.request_dashboard(labelled, None, actor=lead)
+    freshness.labels_changed(study_id=labelled.pk)
+    state = services.dashboard_state(labelled, None, wait=False)
+    assert state.snapshot is None and state.running == queued
+    assert state.checking and not state.should_compute
+    assert services.known_fingerprint(labelled) is None  # nothing was counted
+
+
 def test_the_task_does_nothing_for_a_finished_snapshot(labelled: Study, lead: User) -> None:
     snapshot = services.request_dashboard(labelled, None, actor=lead)
     finished_at = snapshot.finished_at
