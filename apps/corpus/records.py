@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -152,6 +153,9 @@ _GITHUB_PULL_PATH = re.compile(r"^/([^/]+)/([^/]+)/pulls?/(\d+)(?:/.*)?$")
 _SE_QUESTION_PATH = re.compile(r"^/(?:questions|q)/(\d+)(?:/.*)?$")
 
 
+# A record's URL is split for its canonical form, its source and its external id, on each pass over a
+# file: the few most recent are kept (the split is a pure function of the text).
+@lru_cache(maxsize=256)
 def _split_absolute(url: str) -> tuple[str, str, str, str, str]:
     text = url.strip()
     parts = urlsplit(text)
