@@ -112,10 +112,7 @@ class GrowthWatch:
     FACTOR = 4
 
     def __init__(self, study_id: int) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {_table(Item)} WHERE study_id = %s", [study_id])
-            row = cursor.fetchone()
-        self.known = float(row[0]) if row else 0.0
+        self.known = float(Item.objects.filter(study_id=study_id).count())  # once an import: the ORM
         self.written = 0
 
     def wrote(self, rows: int) -> None:
