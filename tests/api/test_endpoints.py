@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import Client
 
+from apps.accounts import permissions
 from apps.accounts.models import Membership, Role
 from apps.annotation.models import Annotation, Assignment
 from apps.annotation.serializers import SubmitResultSerializer, submit_result_data
@@ -36,6 +37,28 @@ def test_a_token_authenticates_and_records_its_last_use(world: World) -> None:
     response = with_token(raw).get("/api/v1/me/")
     assert response.json()["studies"] == [{"slug": "ddp", "name": world.study.name, "role": "annotator"}]
     assert world.alice.api_tokens.get().last_used_at is not None
+
+
+def test_a_token_on_a_study_url_reads_the_role_and_study_with_the_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One statement reads the token, its user and their membership of the URL's study (decision 0013):
+    `access_study` takes them from the user and runs no membership read of its own."""
+    membership_reads: list[Any] = []
+    original = permissions._MEMBERSHIP.one
+    monkeypatch.setattr(
+        permissions._MEMBERSHIP, "one", lambda params: membership_reads.append(params) or original(params)
+    )
+    alice, outsider = with_token(world.token(world.alice)), with_token(world.token(world.outsider))
+    base = f"/api/v1/studies/{world.study.slug}"
+
+    assert alice.get(f"{base}/codebook/").status_code == 200
+    assert alice.get(f"{base}/my/queue/").status_code == 200
+    assert alice.post(f"{base}/rounds/", {"number": 9}, format="json").status_code == 403  # a lead's
+    assert outsider.get(f"{base}/codebook/").status_code == 404
+    assert with_token(world.token(world.lead)).get(f"{base}/").status_code == 200
+    assert membership_reads == []
+    assert alice.get("/api/v1/me/").json()["studies"][0]["role"] == "annotator"  # no study URL: as before
 
 
 def test_items_come_in_keyset_pages_that_cover_every_item_once(world: World) -> None:
