@@ -105,7 +105,13 @@ def django_step(name: str, slug: str, env: dict[str, str]) -> Any:
 
 
 def prepare_database(url: str, env: dict[str, str]) -> None:
-    """Create the PostgreSQL database of `url` if it is missing, then migrate it."""
+    """Create the PostgreSQL database of `url` if it is missing, migrate it, then VACUUM ANALYZE it.
+
+    The peers start every run from a fresh store (a temporary folder); this database is kept between runs,
+    and each run deletes its study at the end. Where autovacuum is off (as on the 2-CPU benchmark machines:
+    `SHOW autovacuum`), the rows of earlier runs stay dead in the tables the next import writes to, and
+    slowed it by a third (a 10,000-item job: 5.8 s, 4.1 s after a VACUUM). The vacuum gives Taxonomist
+    the clean start the peers get."""
     import psycopg2
 
     parts = urlsplit(url)
@@ -122,6 +128,11 @@ def prepare_database(url: str, env: dict[str, str]) -> None:
     out = subprocess.run(migrate, env=env, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise PeerError(f"migrating {url} failed:\n{out.stderr[-1500:]}")
+    connection = psycopg2.connect(url)
+    connection.autocommit = True  # VACUUM runs outside a transaction
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    connection.close()
 
 
 @contextmanager
