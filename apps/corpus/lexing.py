@@ -105,11 +105,16 @@ def _get_tokens_unprocessed(
     plan = plan_of(statestack[-1])
     while True:
         found: re.Match[str] | None = None
+        joined = plan is not None
         if plan is not None:
             found = plan.match(text, pos)
             if found is not None:
-                rule = statetokens[plan.rule_of_group[found.lastindex or 0]]
-        else:
+                number = plan.rule_of_group[found.lastindex or 0]
+                if number >= 0:
+                    rule = statetokens[number]
+                else:  # never seen: the group that closed last is not a marker; search rule by rule
+                    joined, found = False, None
+        if not joined:
             for rule in statetokens:
                 found = rule[0](text, pos)
                 if found is not None:
@@ -131,7 +136,7 @@ def _get_tokens_unprocessed(
         if type(action) is _TokenType:
             yield pos, action, found.group()
         elif action is not None:  # a callback reads the rule's own groups
-            yield from action(self, found if plan is None else rexmatch(text, pos))
+            yield from action(self, rexmatch(text, pos) if joined else found)
         pos = found.end()
         if new_state is not None:
             _transition(statestack, new_state)

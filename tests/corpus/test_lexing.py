@@ -172,3 +172,19 @@ def test_markdown_without_angle_brackets_renders_as_with_the_first_pass() -> Non
             )
             == with_pass
         )
+
+
+def test_a_joined_match_naming_no_rule_falls_back_to_rule_by_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defensive: should the group that closed last ever not be a rule's marker, the position is searched
+    rule by rule, as Pygments does, rather than taking a wrong rule."""
+    joined = join_rules
+
+    def no_rule_named(rules, flags):  # type: ignore[no-untyped-def]
+        plan = joined(rules, flags)
+        return None if plan is None else lexing._Plan(plan.match, [-1] * len(plan.rule_of_group))
+
+    monkeypatch.setattr(lexing, "_PLANS", {})
+    monkeypatch.setattr(lexing, "join_rules", no_rule_named)
+    lexer = get_lexer_by_name("python")
+    text = SNIPPETS["python"] + STRESS
+    assert _tokens(fast_lexer(lexer), text) == _tokens(lexer, text)
