@@ -10,8 +10,8 @@ from rest_framework.authentication import TokenAuthentication
 
 from apps.core import sql
 
-from .backends import REQUEST_STUDY, STUDY_ACCESS
-from .models import ApiToken, Membership, Study, User, hash_token
+from .backends import REQUEST_STUDY, STUDY_ACCESS_COLUMNS, STUDY_ACCESS_JOIN, remember_study_access
+from .models import ApiToken, User, hash_token
 
 # Every API call runs it: a prepared statement on PostgreSQL (apps/core/sql.py, decisions/0004), the
 # ORM's `ApiToken.objects.active().select_related("user").filter(key_hash=...)` written by hand (its
@@ -23,16 +23,14 @@ _READ = sql.Statement(
     f"JOIN {User._meta.db_table} u ON u.id = t.user_id WHERE t.key_hash = %(hash)s AND t.revoked_at IS NULL",
     {"hash": "varchar"},
 )
-# On a study's URL (`backends.REQUEST_STUDY`), the same with the user's role in that study and the study's
-# columns, NULL for a non-member: `access_study` then reads them from the user (`backends.STUDY_ACCESS`), as
-# it does for a session's user, instead of a statement of its own (decision 0013).
+# On a study's URL (`backends.REQUEST_STUDY`), the same with the user's role in that study and the study
+# (`backends.STUDY_ACCESS_JOIN`), which `access_study` then reads from the user as it does for a session's
+# user, instead of a statement of its own (decision 0013).
 _READ_ON_STUDY = sql.Statement(
     "taxonomist_api_token_membership",
-    f"SELECT {sql.columns(ApiToken, 't')}, {sql.columns(User, 'u')}, m.role, {sql.columns(Study, 's')} "
+    f"SELECT {sql.columns(ApiToken, 't')}, {sql.columns(User, 'u')}, {STUDY_ACCESS_COLUMNS} "
     f"FROM {ApiToken._meta.db_table} t JOIN {User._meta.db_table} u ON u.id = t.user_id "
-    f"LEFT JOIN ({Membership._meta.db_table} m JOIN {Study._meta.db_table} s "
-    f"ON s.id = m.study_id AND s.slug = %(slug)s) ON m.user_id = u.id "
-    f"WHERE t.key_hash = %(hash)s AND t.revoked_at IS NULL",
+    f"{STUDY_ACCESS_JOIN} WHERE t.key_hash = %(hash)s AND t.revoked_at IS NULL",
     {"hash": "varchar", "slug": "varchar"},
 )
 
@@ -52,9 +50,7 @@ class HashedTokenAuthentication(TokenAuthentication):
         token = sql.instance(ApiToken, row[:width])
         token.user = sql.instance(User, row[width:user_end])
         if slug is not None:
-            role = row[user_end]
-            study = sql.instance(Study, row[user_end + 1 :]) if role is not None else None
-            setattr(token.user, STUDY_ACCESS, (slug, role, study))
+            remember_study_access(token.user, slug, row[user_end:])
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         now = timezone.now()

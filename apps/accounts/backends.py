@@ -40,19 +40,27 @@ _SELECT_USER = Statement(
     f'SELECT {columns(User, "u")} FROM "{User._meta.db_table}" u WHERE u.id = %(id)s',
     {"id": "bigint"},
 )
-# Membership is unique per (user, study): one row, the membership's columns NULL for a non-member.
+# The user's (`u`) role in the study named %(slug)s and the study's columns, selected after the user's:
+# membership is unique per (user, study), so one row, NULL for a non-member (`remember_study_access`).
+STUDY_ACCESS_COLUMNS = f"m.role, {columns(Study, 's')}"
+STUDY_ACCESS_JOIN = (
+    f'LEFT JOIN ("{Membership._meta.db_table}" m JOIN "{Study._meta.db_table}" s '
+    f"ON s.id = m.study_id AND s.slug = %(slug)s) ON m.user_id = u.id"
+)
 _SELECT_USER_AND_MEMBERSHIP = Statement(
     "taxonomist_user_membership",
-    f"""
-SELECT {columns(User, "u")}, m.role, {columns(Study, "s")}
-FROM "{User._meta.db_table}" u
-LEFT JOIN ("{Membership._meta.db_table}" m JOIN "{Study._meta.db_table}" s
-           ON s.id = m.study_id AND s.slug = %(slug)s) ON m.user_id = u.id
-WHERE u.id = %(id)s
-""",
+    f'SELECT {columns(User, "u")}, {STUDY_ACCESS_COLUMNS} FROM "{User._meta.db_table}" u '
+    f"{STUDY_ACCESS_JOIN} WHERE u.id = %(id)s",
     {"id": "bigint", "slug": "varchar"},
 )
 _U = width(User)
+
+
+def remember_study_access(user: User, slug: str, row: tuple[Any, ...]) -> None:
+    """Keep on `user`, for `access_study`, the role and study read with `STUDY_ACCESS_COLUMNS` (`row`)."""
+    role = row[0]
+    study = instance(Study, row[1:]) if role is not None else None
+    setattr(user, STUDY_ACCESS, (slug, role, study))
 
 
 class UserBackend(AuthenticationBackend):
@@ -70,7 +78,5 @@ class UserBackend(AuthenticationBackend):
             return None
         user = instance(User, row[:_U])
         if slug is not None:
-            role = row[_U]
-            study = instance(Study, row[_U + 1 :]) if role is not None else None
-            setattr(user, STUDY_ACCESS, (slug, role, study))
+            remember_study_access(user, slug, row[_U:])
         return user if self.user_can_authenticate(user) else None
