@@ -1,23 +1,30 @@
-"""Pygments' regular-expression lexers, each state's rules tried by one combined expression.
+"""Pygments' regular-expression lexers, each state trying only the rules that can match at the next character.
 
 Pure module (no Django). Pygments' ``RegexLexer`` tries a state's rules one Python call at a time until
 one matches: Python's lexer makes about 35 such calls per token, and highlighting the code of an item
-body was more than half of its rendering (docs/decisions/0012-combined-lexer-states.md). Here each
-state's patterns are joined into one alternation, in the same order, each followed by an empty group of
-its own: ``re`` tries the alternatives in order at the same position, as the rules were tried, so the
-first rule that matches wins as before, and the empty group that closed last says which one it was.
-The token stream is the same, token for token (``tests/corpus/test_lexing.py`` compares it with
-Pygments' own for every lexer).
+body was more than half of its rendering (docs/decisions/0012-lexer-rules-by-first-character.md).
 
-A state whose patterns cannot be joined without changing their meaning (a back-reference by number or
-by name, a named group, a conditional, an inline flag other than at the start) keeps Pygments' rule by
-rule search; a lexer that overrides ``get_tokens_unprocessed`` is used as it is.
+A rule can only match where the text goes on with a character its pattern can start with, unless it can
+match the empty string. So for each ASCII character met in a state, the state keeps the list of its rules
+that can start with that character, in their order, and tries only those, as Pygments tries them all:
+the rules left out cannot match there, so the first rule that matches is the same, with the same match,
+and the token stream is the same, token for token (``tests/corpus/test_lexing.py`` compares it with
+Pygments' own for every lexer). Python's lexer tries about 3 rules per token instead of 35.
+
+The characters a pattern can start with are read from ``re``'s own parse of it, over-approximated: an
+anchor or lookaround is passed over, a negated class stands for any character, and a construct the
+reading does not know (or a pattern that can match the empty string) makes the rule one that is always
+tried. At a character beyond ASCII, every rule is tried. A lexer class that overrides
+``get_tokens_unprocessed`` is used as it is.
 """
 
 from __future__ import annotations
 
 import re
+import re._constants as sre  # type: ignore[import-not-found]  # the parse tree's operation codes
+import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections.abc import Callable, Iterator, Sequence
+from functools import cache, lru_cache
 from typing import Any
 
 from pygments.lexer import Lexer, RegexLexer
@@ -26,122 +33,188 @@ from pygments.token import Error, Whitespace, _TokenType
 # A rule as `RegexLexer.process_tokendef` leaves it: (compiled pattern's `match`, action, new state).
 Rule = tuple[Callable[[str, int], "re.Match[str] | None"], Any, Any]
 
-# Constructs whose meaning depends on the group numbering or the whole pattern's flags.
-_NOT_JOINABLE = re.compile(r"\\[1-9]|\(\?P[<=]|\(\?\(|\(\?[aiLmsux-]+\)")
-_LEADING_FLAGS = re.compile(r"\(\?([imsx]+)\)")
+# --- the characters a pattern can start with ------------------------------------------------------------
+
+_ASCII = frozenset(chr(code) for code in range(128))
+_CATEGORIES = {
+    sre.CATEGORY_DIGIT: r"\d",
+    sre.CATEGORY_NOT_DIGIT: r"\D",
+    sre.CATEGORY_SPACE: r"\s",
+    sre.CATEGORY_NOT_SPACE: r"\S",
+    sre.CATEGORY_WORD: r"\w",
+    sre.CATEGORY_NOT_WORD: r"\W",
+}
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+_ZERO_WIDTH = (sre.AT, sre.ASSERT, sre.ASSERT_NOT)
 
 
-class _Plan:
-    """A state's rules joined: `match` at a position, and which rule each marker group stands for."""
-
-    __slots__ = ("match", "rule_of_group")
-
-    def __init__(self, match: Callable[[str, int], re.Match[str] | None], rule_of_group: list[int]) -> None:
-        self.match = match
-        self.rule_of_group = rule_of_group
+class _Unknown(Exception):
+    """A construct the reading of first characters does not know: the rule is always tried."""
 
 
-def _scoped(pattern: str) -> str:
-    """A pattern's leading global flags (``(?i)foo``) as flags of its own group (``(?i:foo)``), which
-    is what they meant for that pattern alone."""
-    found = _LEADING_FLAGS.match(pattern)
-    if found is None:
-        return pattern
-    rest = pattern[found.end() :]
-    end = "\n)" if "x" in found.group(1) else ")"  # a verbose pattern may end in a comment
-    return f"(?{found.group(1)}:{rest}{end}"
+@cache
+def _ascii_matching(source: str, ignore_case: bool) -> frozenset[str]:
+    """The ASCII characters one character's expression matches, as ``re`` itself decides (case folding
+    included: under IGNORECASE the Kelvin sign matches ``k``)."""
+    expression = re.compile(source, re.IGNORECASE if ignore_case else 0)
+    return frozenset(char for char in _ASCII if expression.fullmatch(char))
 
 
-def join_rules(rules: Sequence[Rule], flags: int) -> _Plan | None:
-    """One expression trying `rules` in order, or None when a pattern cannot be joined unchanged."""
-    end = "\n" if flags & re.VERBOSE else ""
-    parts = []
-    for number, (match, _action, _state) in enumerate(rules):
-        pattern = getattr(match, "__self__", None)
-        if not isinstance(pattern, re.Pattern) or not isinstance(pattern.pattern, str):
-            return None
-        source = _scoped(pattern.pattern)
-        if _NOT_JOINABLE.search(source):
-            return None
-        parts.append(f"(?:{source}{end})(?P<_r{number}>)")
-    try:
-        joined = re.compile("|".join(parts), flags)
-    except (re.error, RecursionError, OverflowError):
+def _one_character(op: Any, av: Any, ignore_case: bool) -> frozenset[str]:
+    if op is sre.LITERAL:
+        if not ignore_case:
+            return frozenset(chr(av)) & _ASCII
+        return _ascii_matching(re.escape(chr(av)), ignore_case)
+    if op is sre.RANGE:
+        if not ignore_case:
+            return frozenset(chr(code) for code in range(av[0], min(av[1], 127) + 1))
+        return _ascii_matching(f"[{re.escape(chr(av[0]))}-{re.escape(chr(av[1]))}]", ignore_case)
+    if op is sre.CATEGORY and av in _CATEGORIES:
+        return _ascii_matching(_CATEGORIES[av], ignore_case)
+    raise _Unknown(op)
+
+
+def _first(items: Any, flags: int) -> tuple[frozenset[str], bool]:
+    """The ASCII characters a match of the sequence `items` can start with, and whether it can be empty."""
+    found: frozenset[str] = frozenset()
+    for op, av in items:
+        ignore_case = bool(flags & re.IGNORECASE)
+        if op is sre.LITERAL:
+            return found | _one_character(op, av, ignore_case), False
+        if op is sre.IN:
+            if av and av[0][0] is sre.NEGATE:
+                return _ASCII, False
+            for item_op, item_av in av:
+                found |= _one_character(item_op, item_av, ignore_case)
+            return found, False
+        if op is sre.NOT_LITERAL or op is sre.ANY:
+            return _ASCII, False
+        if op in _ZERO_WIDTH:
+            continue  # the next item consumes the first character
+        if op is sre.SUBPATTERN:
+            _group, add, remove, inner = av
+            chars, empty = _first(inner, (flags | add) & ~remove)
+        elif op is sre.ATOMIC_GROUP:
+            chars, empty = _first(av, flags)
+        elif op is sre.BRANCH:
+            chars, empty = frozenset(), False
+            for alternative in av[1]:
+                more, can_be_empty = _first(alternative, flags)
+                chars, empty = chars | more, empty or can_be_empty
+        elif op in _REPEATS:
+            least, _most, inner = av
+            chars, empty = _first(inner, flags)
+            empty = empty or least == 0
+        else:
+            raise _Unknown(op)
+        found |= chars
+        if not empty:
+            return found, False
+    return found, True
+
+
+def first_characters(match: Callable[[str, int], Any]) -> frozenset[str] | None:
+    """The ASCII characters a rule's pattern can start a match with, or None when it may start with any
+    character (it can match the empty string, or its reading met a construct it does not know)."""
+    pattern = getattr(match, "__self__", None)
+    if not isinstance(pattern, re.Pattern) or not isinstance(pattern.pattern, str):
         return None
-    rule_of_group = [-1] * (joined.groups + 1)
-    for number in range(len(rules)):
-        rule_of_group[joined.groupindex[f"_r{number}"]] = number
-    return _Plan(joined.match, rule_of_group)
+    return _pattern_first_characters(pattern.pattern, pattern.flags)
 
 
-# Plans by the token definitions they were made from (a class's, or an instance's for the few lexers
-# that build their own): id -> (the definitions, kept alive so the id stays theirs; plan per state).
-_PLANS: dict[int, tuple[dict[str, list[Rule]], dict[str, _Plan | None]]] = {}
+@lru_cache(maxsize=8192)  # by source: a lexer that builds its states again (Inform 7's) reads them once
+def _pattern_first_characters(source: str, flags: int) -> frozenset[str] | None:
+    try:
+        parsed = sre_parse.parse(source, flags)
+        chars, empty = _first(parsed, parsed.state.flags)
+    except Exception:  # re's private parser: whatever it raises, the rule is always tried
+        return None
+    return None if empty else chars
 
 
-def _plans(tokendefs: dict[str, list[Rule]], flags: int) -> Callable[[str], _Plan | None]:
-    held = _PLANS.get(id(tokendefs))
-    if held is None or held[0] is not tokendefs:
-        held = _PLANS[id(tokendefs)] = (tokendefs, {})
-    made = held[1]
+# --- each state's rules by the next character -----------------------------------------------------------
 
-    def plan(state: str) -> _Plan | None:
-        if state not in made:
-            made[state] = join_rules(tokendefs[state], flags)
-        return made[state]
 
-    return plan
+class _State:
+    """A state's rules, and (filled as characters are met) the ones that can match before each."""
+
+    __slots__ = ("by_char", "firsts", "rules")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = rules
+        self.by_char: dict[str, Sequence[Rule]] = {}
+        self.firsts: list[frozenset[str] | None] | None = None
+
+    def for_char(self, char: str) -> Sequence[Rule]:
+        """The rules that can match where the text goes on with `char` (every rule beyond ASCII)."""
+        if char not in _ASCII:
+            return self.rules
+        if self.firsts is None:
+            self.firsts = [first_characters(rule[0]) for rule in self.rules]
+        chosen = [
+            rule
+            for rule, first in zip(self.rules, self.firsts, strict=True)
+            if first is None or char in first
+        ]
+        self.by_char[char] = chosen
+        return chosen
+
+
+# The states by the token definitions they were made from (a class's, or those a lexer builds for itself:
+# Inform 7's builds new ones for each embedded passage): id -> (the definitions, kept alive so that the id
+# stays theirs while they are here; the states by name). The oldest are let go beyond `_KEPT`.
+_STATES: dict[int, tuple[dict[str, list[Rule]], dict[str, _State]]] = {}
+_KEPT = 64
+
+
+def _states(tokendefs: dict[str, list[Rule]]) -> dict[str, _State]:
+    held = _STATES.get(id(tokendefs))
+    if held is not None and held[0] is tokendefs:
+        return held[1]
+    while len(_STATES) >= _KEPT:
+        del _STATES[next(iter(_STATES))]
+    states = {name: _State(rules) for name, rules in tokendefs.items()}
+    _STATES[id(tokendefs)] = (tokendefs, states)
+    return states
 
 
 def _get_tokens_unprocessed(
     self: RegexLexer, text: str, stack: Sequence[str] = ("root",)
 ) -> Iterator[tuple[int, Any, str]]:
-    """`RegexLexer.get_tokens_unprocessed`, with a state's rules tried by its plan when it has one."""
-    tokendefs = self._tokens
-    plan_of = _plans(tokendefs, self.flags)
+    """`RegexLexer.get_tokens_unprocessed`, trying at each position the rules that can match there."""
+    states = _states(self._tokens)
     pos = 0
     statestack = list(stack)
-    statetokens = tokendefs[statestack[-1]]
-    plan = plan_of(statestack[-1])
+    state = states[statestack[-1]]
     while True:
-        found: re.Match[str] | None = None
-        joined = plan is not None
-        if plan is not None:
-            found = plan.match(text, pos)
-            if found is not None:
-                number = plan.rule_of_group[found.lastindex or 0]
-                if number >= 0:
-                    rule = statetokens[number]
-                else:  # never seen: the group that closed last is not a marker; search rule by rule
-                    joined, found = False, None
-        if not joined:
-            for rule in statetokens:
-                found = rule[0](text, pos)
-                if found is not None:
-                    break
-        if found is None:
+        char = text[pos : pos + 1]
+        rules = state.by_char.get(char)
+        if rules is None:
+            rules = state.for_char(char)
+        for rexmatch, action, new_state in rules:
+            found = rexmatch(text, pos)
+            if found is None:
+                continue
+            if type(action) is _TokenType:
+                yield pos, action, found.group()
+            elif action is not None:
+                yield from action(self, found)
+            pos = found.end()
+            if new_state is not None:
+                _transition(statestack, new_state)
+                state = states[statestack[-1]]
+            break
+        else:
             # As Pygments: at the end of a line start again from "root", else one character of Error.
-            if pos >= len(text):
+            if not char:
                 return
-            if text[pos] == "\n":
+            if char == "\n":
                 statestack = ["root"]
-                statetokens = tokendefs["root"]
-                plan = plan_of("root")
+                state = states["root"]
                 yield pos, Whitespace, "\n"
             else:
-                yield pos, Error, text[pos]
+                yield pos, Error, char
             pos += 1
-            continue
-        rexmatch, action, new_state = rule
-        if type(action) is _TokenType:
-            yield pos, action, found.group()
-        elif action is not None:  # a callback reads the rule's own groups
-            yield from action(self, rexmatch(text, pos) if joined else found)
-        pos = found.end()
-        if new_state is not None:
-            _transition(statestack, new_state)
-            statetokens = tokendefs[statestack[-1]]
-            plan = plan_of(statestack[-1])
 
 
 def _transition(statestack: list[str], new_state: Any) -> None:
@@ -171,7 +244,7 @@ _FAST_CLASSES: dict[type, type] = {}
 
 
 def _fast_class(cls: type) -> type:
-    """A subclass of `cls` searching with joined states, one per lexer class."""
+    """A subclass of `cls` with the search above, one per lexer class."""
     if cls not in _FAST_CLASSES:
         methods = {"get_tokens_unprocessed": _get_tokens_unprocessed, "__module__": __name__}
         _FAST_CLASSES[cls] = type(cls.__name__, (cls,), methods)
@@ -179,8 +252,8 @@ def _fast_class(cls: type) -> type:
 
 
 def fast_lexer(lexer: Lexer) -> Lexer:
-    """`lexer` with its states' rules joined (a lexer of a subclass, the same options), or `lexer` itself
-    when its class does not use `RegexLexer`'s search as it is."""
+    """`lexer` trying only the rules that can match at each character (a lexer of a subclass, the same
+    options), or `lexer` itself when its class does not use `RegexLexer`'s search as it is."""
     search = getattr(type(lexer), "get_tokens_unprocessed", None)
     if not isinstance(lexer, RegexLexer) or search is not RegexLexer.get_tokens_unprocessed:
         return lexer
