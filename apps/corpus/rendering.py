@@ -14,9 +14,9 @@ Pipeline, the same for every format:
    (``language-python``) or Stack Overflow's ``lang-py`` class, else ``default_language``. (Skipped for
    Markdown without ``<``: cmark-gfm's own markup is that form already.)
 3. Each ``<pre><code>`` block is highlighted with Pygments as class-based ``<span>`` elements
-   (no inline styles; the stylesheet is :func:`pygments_css`), its lexer's rules joined per state
-   (:mod:`apps.corpus.lexing`). An unknown language, ``lang-none``, or a block over 50,000 characters
-   stays plain, escaped text.
+   (no inline styles; the stylesheet is :func:`pygments_css`), each lexer trying at each character only
+   the rules that can start there (:mod:`apps.corpus.lexing`). An unknown language, ``lang-none``, or a
+   block over 50,000 characters stays plain, escaped text.
 4. A strict nh3 pass writes the final HTML: an allowlist of tags and attributes; ``script``,
    ``style`` and other active content dropped together with their content; URLs limited to
    ``http``, ``https`` and ``mailto`` (relative URLs are resolved against ``base_url`` when given,
