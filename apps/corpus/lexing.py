@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import re._constants as sre  # type: ignore[import-not-found]  # the parse tree's operation codes
 import re._parser as sre_parse  # type: ignore[import-not-found]
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache, lru_cache
 from typing import Any
@@ -167,25 +168,40 @@ _STATES: dict[int, tuple[dict[str, list[Rule]], dict[str, _State]]] = {}
 _KEPT = 64
 
 
+_STATES_LOCK = threading.Lock()  # a page's threads may render at once; only a miss takes it
+
+
 def _states(tokendefs: dict[str, list[Rule]]) -> dict[str, _State]:
+    """The states made so far from `tokendefs`, by name (each made when first entered: see `_state`)."""
     held = _STATES.get(id(tokendefs))
     if held is not None and held[0] is tokendefs:
         return held[1]
-    while len(_STATES) >= _KEPT:
-        del _STATES[next(iter(_STATES))]
-    states = {name: _State(rules) for name, rules in tokendefs.items()}
-    _STATES[id(tokendefs)] = (tokendefs, states)
+    states: dict[str, _State] = {}
+    with _STATES_LOCK:
+        while len(_STATES) >= _KEPT:
+            del _STATES[next(iter(_STATES))]
+        _STATES[id(tokendefs)] = (tokendefs, states)
     return states
+
+
+def _state(states: dict[str, _State], tokendefs: dict[str, list[Rule]], name: str) -> _State:
+    """State `name`, made from the definitions when first entered (not all at once: a lexer may still be
+    filling them in another thread, as Pygments' own search would then find too)."""
+    state = states.get(name)
+    if state is None:
+        state = states[name] = _State(tokendefs[name])
+    return state
 
 
 def _get_tokens_unprocessed(
     self: RegexLexer, text: str, stack: Sequence[str] = ("root",)
 ) -> Iterator[tuple[int, Any, str]]:
     """`RegexLexer.get_tokens_unprocessed`, trying at each position the rules that can match there."""
-    states = _states(self._tokens)
+    tokendefs = self._tokens
+    states = _states(tokendefs)
     pos = 0
     statestack = list(stack)
-    state = states[statestack[-1]]
+    state = _state(states, tokendefs, statestack[-1])
     while True:
         char = text[pos : pos + 1]
         rules = state.by_char.get(char)
@@ -202,7 +218,7 @@ def _get_tokens_unprocessed(
             pos = found.end()
             if new_state is not None:
                 _transition(statestack, new_state)
-                state = states[statestack[-1]]
+                state = _state(states, tokendefs, statestack[-1])
             break
         else:
             # As Pygments: at the end of a line start again from "root", else one character of Error.
@@ -210,7 +226,7 @@ def _get_tokens_unprocessed(
                 return
             if char == "\n":
                 statestack = ["root"]
-                state = states["root"]
+                state = _state(states, tokendefs, "root")
                 yield pos, Whitespace, "\n"
             else:
                 yield pos, Error, char

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from pygments import highlight
@@ -253,3 +254,50 @@ def test_states_built_again_by_a_lexer_are_kept_within_a_bound(monkeypatch: pyte
         assert _tokens(fast, text) == _tokens(lexer, text)
     assert len(lexing._STATES) == lexing._KEPT  # built again and again, kept within the bound
     assert lexing._pattern_first_characters.cache_info().misses == read  # and not read again
+
+
+def test_threads_lexing_at_once_while_tables_are_let_go_get_pygments_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page's threads may render at once: four languages in four threads, with room for two tables, so
+    that calls keep letting tables go while others use them."""
+    monkeypatch.setattr(lexing, "_STATES", {})
+    monkeypatch.setattr(lexing, "_KEPT", 2)
+    languages = ["python", "javascript", "bash", "yaml"]
+    lexers = {language: get_lexer_by_name(language) for language in languages}
+    fast = {language: fast_lexer(lexer) for language, lexer in lexers.items()}
+    expected = {language: _tokens(lexer, SNIPPETS[language]) for language, lexer in lexers.items()}
+
+    def lex_often(first: int) -> bool:
+        order = languages[first:] + languages[:first]
+        return all(
+            _tokens(fast[language], SNIPPETS[language]) == expected[language]
+            for _ in range(25)
+            for language in order
+        )
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: a race shows if there is one
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            assert all(pool.map(lex_often, range(4)))
+    finally:
+        sys.setswitchinterval(switching)
+    assert len(lexing._STATES) <= 2
+
+
+def test_a_state_its_definitions_gain_after_a_first_call_is_found_by_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lexer may still be filling its definitions in another thread when a call first meets them (Pygments
+    fills them state by state): what a call made of them must not keep a state out for good."""
+    monkeypatch.setattr(lexing, "_STATES", {})
+    lexer = fast_lexer(_Tricky())
+    tokendefs = lexer._tokens
+    comment = tokendefs.pop("comment")
+    try:
+        with pytest.raises(KeyError):
+            list(lexer.get_tokens("x # c\n"))
+    finally:
+        tokendefs["comment"] = comment
+    assert _tokens(lexer, "x # c\n") == _tokens(_Tricky(), "x # c\n")
