@@ -1,11 +1,10 @@
 """On PostgreSQL, an item's long values are compressed with LZ4 instead of pglz (docs/decisions/0014).
 
 A row longer than about 2 KB has its longest values compressed as it is written. An item holds the body, its
-rendered HTML and the source's record: pglz compressing them was a fifth of the import's writes (a COPY of
-10,000 items' bodies and HTML: 510-670 ms with pglz, 230-240 ms with LZ4), and LZ4 reads back faster too.
-Only rows written from now on are compressed with LZ4; PostgreSQL reads either. A server built without LZ4
-(`--with-lz4`; the Debian and PGDG packages have it) keeps pglz; SQLite compresses
-nothing.
+rendered HTML and the source's record; a COPY of 10,000 items' bodies and HTML took 510-670 ms with pglz and
+230-240 ms with LZ4, and LZ4 reads back faster too. Only rows written from now on are compressed with LZ4;
+PostgreSQL reads either. A server built without LZ4 (`--with-lz4`; the Debian and PGDG packages have it)
+keeps pglz; SQLite compresses nothing.
 """
 
 from django.db import DatabaseError, migrations, transaction
