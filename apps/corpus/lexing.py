@@ -78,8 +78,8 @@ def _one_character(op: Any, av: Any, ignore_case: bool) -> frozenset[str]:
 def _first(items: Any, flags: int) -> tuple[frozenset[str], bool]:
     """The ASCII characters a match of the sequence `items` can start with, and whether it can be empty."""
     found: frozenset[str] = frozenset()
+    ignore_case = bool(flags & re.IGNORECASE)
     for op, av in items:
-        ignore_case = bool(flags & re.IGNORECASE)
         if op is sre.LITERAL:
             return found | _one_character(op, av, ignore_case), False
         if op is sre.IN:
@@ -166,8 +166,6 @@ class _State:
 # stays theirs while they are here; the states by name). The oldest are let go beyond `_KEPT`.
 _STATES: dict[int, tuple[dict[str, list[Rule]], dict[str, _State]]] = {}
 _KEPT = 64
-
-
 _STATES_LOCK = threading.Lock()  # a page's threads may render at once; only a miss takes it
 
 
