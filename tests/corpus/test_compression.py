@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from apps.corpus.models import Item
 
@@ -47,3 +49,28 @@ def test_a_long_body_is_stored_compressed_and_reads_back_whole(study) -> None:  
         method, stored = cursor.fetchone()
     assert method == "lz4" and stored < len(body) / 4
     assert Item.objects.get(pk=item.pk).body == body
+
+
+class _Server:
+    """A schema editor whose ALTER fails with `pgcode`, as psycopg2's error under Django's."""
+
+    def __init__(self, pgcode: str) -> None:
+        self.pgcode = pgcode
+        self.connection = connection
+
+    def execute(self, statement: str) -> None:
+        cause = Exception("compression method lz4 not supported")
+        cause.pgcode = self.pgcode  # type: ignore[attr-defined]
+        raise DatabaseError(statement) from cause
+
+
+_MIGRATION = importlib.import_module("apps.corpus.migrations.0011_lz4_compression")
+
+
+def test_a_server_without_lz4_keeps_pglz_and_the_migration_goes_on() -> None:
+    _MIGRATION.use_lz4(None, _Server(_MIGRATION.FEATURE_NOT_SUPPORTED))
+
+
+def test_any_other_database_error_stops_the_migration() -> None:
+    with pytest.raises(DatabaseError):
+        _MIGRATION.use_lz4(None, _Server("42P01"))  # undefined table

@@ -9,6 +9,8 @@ keeps pglz; SQLite compresses nothing.
 
 from django.db import DatabaseError, migrations, transaction
 
+# PostgreSQL's error code for a server built without LZ4; any other error stops the migration.
+FEATURE_NOT_SUPPORTED = "0A000"
 COLUMNS = {"corpus_item": ("body", "body_html", "raw"), "corpus_itemcomment": ("body", "body_html")}
 
 
@@ -22,8 +24,10 @@ def _set_compression(schema_editor, method: str) -> None:
                     schema_editor.execute(
                         f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET COMPRESSION {method}'
                     )
-            except DatabaseError:  # compression method lz4 not supported: this server keeps pglz
-                return
+            except DatabaseError as exc:
+                if getattr(exc.__cause__, "pgcode", None) == FEATURE_NOT_SUPPORTED:
+                    return  # "compression method lz4 not supported": this server keeps pglz
+                raise
 
 
 def use_lz4(apps, schema_editor):
