@@ -88,7 +88,12 @@ class Round(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name or f"Round {self.number}"
+        return Round.display_name(self.name, self.number)
+
+    @staticmethod
+    def display_name(name: str, number: int) -> str:
+        """A round's name as pages show it: its own, else "Round N" (for rows read as columns)."""
+        return name or f"Round {number}"
 
     @property
     def assigned_overlap(self) -> int | None:

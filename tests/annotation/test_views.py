@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -346,6 +347,29 @@ def test_the_queue_lists_only_my_work(
     assert f'href="{reverse("annotation:workbench", args=[study.slug, mine.pk])}"' in html
 
 
+def test_the_queue_rows_name_untitled_items_unnamed_rounds_and_the_local_submission_time(
+    client: Client, study: Study, annotator_a: User, settings: Any
+) -> None:
+    settings.TIME_ZONE = "Europe/Berlin"  # UTC+1 in January
+    untitled = ItemFactory(study=study, title="", url="https://github.com/acme/tool/issues/77")
+    titled = ItemFactory(study=study, title="Hangs on <init>")
+    make_round(study, 1, [untitled, titled], {annotator_a: [untitled, titled]})
+    named = make_round(study, 2, [titled], {annotator_a: [titled]})
+    Round.objects.filter(pk=named.pk).update(name="Pilot")
+    at = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    Assignment.objects.filter(round=named).update(status=AssignmentStatus.SUBMITTED, submitted_at=at)
+    login(client, annotator_a)
+    response = client.get(reverse("annotation:queue", args=[study.slug]))
+    rows = [(a.title, a.round, a.submitted) for a in response.context["open"]]
+    assert rows == [("acme/tool#77", "Round 1", ""), ("Hangs on <init>", "Round 1", "")]
+    assert [(a.title, a.round, a.submitted) for a in response.context["submitted"]] == [
+        ("Hangs on <init>", "Pilot", "2026-01-05 10:30")
+    ]
+    html = response.content.decode()
+    assert "Hangs on &lt;init&gt;" in html and "Hangs on <init>" not in html  # escaped
+    assert "Pilot · 2026-01-05 10:30" in html
+
+
 def test_rounds_page_shows_progress_per_annotator_for_leads_only(
     client: Client, study: Study, shared: Round, lead: User, annotator_a: User, items: list[Item]
 ) -> None:
@@ -445,7 +469,7 @@ def test_the_queue_lists_the_next_open_items_in_round_number_order_and_says_when
     Assignment.objects.filter(round=first, item=items[4]).update(**submitted)
     login(client, annotator_a)
     response = client.get(reverse("annotation:queue", args=[study.slug]))
-    listed = [(a.round.number, a.item_id) for a in response.context["open"]]
+    listed = [(a.round_number, a.item_id) for a in response.context["open"]]
     assert listed == [(1, i.pk) for i in items[5:8]] + [(2, i.pk) for i in items[:2]]
     assert response.context["more_open"] and 'id="more-open"' in response.content.decode()
     Assignment.objects.filter(round=later).delete()
