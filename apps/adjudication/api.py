@@ -111,20 +111,19 @@ def _queue_filters(study: Study, data: Mapping[str, Any]) -> queries.QueueFilter
     )
 
 
-def _queue_row(row: Any, study: Study, now: datetime) -> dict[str, Any]:
+def _queue_row(row: queries.QueueRow, study: Study, now: datetime) -> dict[str, Any]:
     """One open disagreement as the API lists it; annotators anonymised when the study says so."""
-    review = row.review
     names = [
         str(user.username) if study.show_annotator_names else f"Annotator {n}"
         for n, user in enumerate(row.annotators, start=1)
     ]
-    claimed = review.claimed_by if queries.claimed_recently(review, now) else None
+    claimed = row.claimer(now)
     return {
-        "item": _item_ref(review.item),
-        "round": review.round.number if review.round else None,
-        "disagreeing_dimensions": list(review.disagreeing_dimensions or []),
+        "item": {"id": row.item_id, "url": row.url, "title": row.title},
+        "round": row.round_number,
+        "disagreeing_dimensions": row.dimensions,
         "annotators": names,
-        "updated_at": review.updated_at,
+        "updated_at": row.updated_at,
         "claimed_by": claimed.username if claimed else None,
     }
 

@@ -46,7 +46,7 @@ def walk(study: Study, filters: QueueFilters, *, cached: bool) -> list[int]:
             rows, after = queries.queue_rows(study, filters, after, 10)
         else:
             rows, after = queries.queue_page(queries.queue(study, filters), after, 10)
-        seen += [row.review.item_id for row in rows]
+        seen += [row.item_id for row in rows]
         if after is None:
             return seen
 
@@ -65,8 +65,8 @@ def test_paging_the_kept_order_gives_what_the_sql_keyset_gives(study: Study, rou
         # a row read by id shows the key the statement would have computed for it
         kept, _ = queries.queue_rows(study, filters, None, 50)
         computed, _ = queries.queue_page(queries.queue(study, filters), None, 50)
-        assert [(r.review.item_id, r.sort_key) for r in kept] == [
-            (r.review.item_id, r.sort_key) for r in computed
+        assert [(r.item_id, r.sort_key) for r in kept] == [
+            (r.item_id, r.sort_key) for r in computed
         ]
     assert sorted(walk(study, SYMPTOM, cached=True)) == sorted(wanted)
     assert queries.queue_order(study, QueueFilters(round_id=round1.pk)) is None  # the index serves it
@@ -93,7 +93,7 @@ def test_an_item_decided_since_the_order_was_kept_is_left_out(study: Study, roun
     assert queries.queue_order(study, SYMPTOM) is not None
     Review.objects.filter(item_id=items[0]).update(state=ReviewState.DECIDED)  # no request: the order is kept
     rows, _ = queries.queue_rows(study, SYMPTOM, None)
-    assert items[0] not in [row.review.item_id for row in rows] and len(rows) == 3
+    assert items[0] not in [row.item_id for row in rows] and len(rows) == 3
 
 
 def test_a_cursor_the_recounted_order_no_longer_holds_is_followed_in_sql(study: Study, round1: Round) -> None:
@@ -104,7 +104,7 @@ def test_a_cursor_the_recounted_order_no_longer_holds_is_followed_in_sql(study: 
     figures_changed(study.pk)  # the order is counted again, without the cursor's item
     second, _ = queries.queue_rows(study, SYMPTOM, cursor, 10)
     expected = walk(study, SYMPTOM, cached=False)
-    shown = [row.review.item_id for row in first[:9]] + [row.review.item_id for row in second]
+    shown = [row.item_id for row in first[:9]] + [row.item_id for row in second]
     assert shown == expected[: len(shown)] and len(set(shown) & set(items)) == 19
 
 
@@ -121,4 +121,4 @@ def test_a_later_page_bounds_its_walk_by_the_key_so_the_index_can_start_there(
     page_read = next(q["sql"] for q in run if 'FROM "adjudication_review"' in q["sql"])
     assert '"adjudication_review"."updated_at" >= ' in page_read
     assert len(first) == 10 and len(second) == 5
-    assert not {r.review.item_id for r in first} & {r.review.item_id for r in second}
+    assert not {r.item_id for r in first} & {r.item_id for r in second}
