@@ -65,9 +65,7 @@ def test_paging_the_kept_order_gives_what_the_sql_keyset_gives(study: Study, rou
         # a row read by id shows the key the statement would have computed for it
         kept, _ = queries.queue_rows(study, filters, None, 50)
         computed, _ = queries.queue_page(queries.queue(study, filters), None, 50)
-        assert [(r.item_id, r.sort_key) for r in kept] == [
-            (r.item_id, r.sort_key) for r in computed
-        ]
+        assert [(r.item_id, r.sort_key) for r in kept] == [(r.item_id, r.sort_key) for r in computed]
     assert sorted(walk(study, SYMPTOM, cached=True)) == sorted(wanted)
     assert queries.queue_order(study, QueueFilters(round_id=round1.pk)) is None  # the index serves it
 
