@@ -129,7 +129,10 @@ class Item(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     relevance = models.CharField(max_length=16, choices=Relevance.choices, default=Relevance.UNSCREENED)
     relevance_reason = models.CharField(max_length=500, blank=True)
-    screened_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Indexed only where set (`item_screened_by`): the import writes none, so a new item takes no entry.
+    screened_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     # Denormalised from annotation and adjudication so that the grid sorts and filters on an index of the
     # item alone (docs/performance.md); written only through `services.progress.set_progress`.
     # Defaults in the database too: COPY writers that name only their own columns (the benchmark's
@@ -156,7 +159,15 @@ class Item(models.Model):
         ]
         indexes = [
             models.Index(fields=["study", "source", "external_id"], name="item_source_extid"),
-            models.Index(fields=["study", "rendered_at"], name="item_rendered"),
+            # The render pass's items, in id order; an item imported rendered (every one the import writes
+            # with its renderer) takes no entry: an import writes one index entry less per item.
+            models.Index(
+                fields=["study", "id"], name="item_unrendered", condition=Q(rendered_at__isnull=True)
+            ),
+            # The user's screening decisions (SET NULL when a user is deleted): set items only, as above.
+            models.Index(
+                fields=["screened_by"], name="item_screened_by", condition=Q(screened_by__isnull=False)
+            ),
             # Keyset pages of a study's items: `(study_id, id) > (s, after)` starts exactly at the page.
             models.Index(fields=["study", "id"], name="item_study_keyset"),
             # The grid's sorts: `(study, column, id) > (s, value, after)` starts exactly at the page, in
