@@ -19,6 +19,7 @@ from apps.accounts.models import ConsolidationRule, Study, User
 from apps.adjudication.models import Decision, Review, ReviewState
 from apps.adjudication.services import consolidate, consolidate_item, sql
 from apps.adjudication.services.sql import SubmissionState
+from apps.annotation.completion import ready
 from apps.annotation.models import Assignment, Round
 from apps.corpus.models import Item
 from tests.adjudication.conftest import CRASH, HANG, HOWTO, Labels, submit
@@ -218,3 +219,45 @@ def test_the_submission_state_judges_a_round_by_its_recorded_overlap_else_the_st
         opened=False,
     )  # fmt: skip
     assert state.overlap == expected
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the submission's short path")
+@pytest.mark.parametrize("recorded", [None, "1", "2", "3", "0", "two"], ids=lambda r: f"overlap-{r}")
+@pytest.mark.parametrize("assigned", [1, 2, 3])
+def test_the_state_statement_opens_the_review_exactly_while_the_round_is_not_complete(
+    make_item: MakeItem,
+    round1: Round,
+    annotator_a: User,
+    annotator_b: User,
+    annotator_c: User,
+    recorded: str | None,
+    assigned: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The statement's own test of completion (SQL) and `ready` (Python) agree: after each submission of a
+    fresh item, the Review was opened by the statement (no other statement ran) exactly when `ready` says
+    the round is not complete, with the round's recorded overlap read as `SubmissionState.overlap` does."""
+    round1.params = {} if recorded is None else {"assignment": {"overlap": recorded}}
+    round1.save()
+    annotators = [annotator_a, annotator_b, annotator_c][:assigned]
+    inserted: list[dict[str, Any]] = []
+    insert = sql.INSERT_REVIEW.run
+    monkeypatch.setattr(sql.INSERT_REVIEW, "run", lambda params: inserted.append(params) or insert(params))
+    for done, user in enumerate(annotators, start=1):
+        item = make_item(*annotators)  # a fresh item, its Review not opened yet, `done - 1` others submitted
+        for earlier in annotators[: done - 1]:
+            submit(item, earlier, CRASH, item_locked=False)
+        Review.objects.filter(item=item).delete()
+        inserted.clear()
+        submit(item, user, CRASH)
+        state = SubmissionState(
+            study_id=item.study_id, rule="unanimous", round_id=round1.pk, total=assigned, done=done,
+            has_current=False, review_id=None, review_state=None, dimensions=None, review_round=None,
+            round_overlap=recorded, study_overlap=item.study.overlap, opened=False,
+        )  # fmt: skip
+        complete = ready(submitted=done, assigned=assigned, overlap=state.overlap)
+        review = Review.objects.get(item=item)
+        if complete:
+            assert review.state != ReviewState.ANNOTATING, (done, assigned, recorded)
+        else:
+            assert (review.state, inserted) == (ReviewState.ANNOTATING, []), (done, assigned, recorded)

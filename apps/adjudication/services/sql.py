@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from apps.accounts.models import Study
+from apps.annotation.completion import MIN_ANNOTATIONS
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
 from apps.core.sql import Statement, columns, instance, width
 from apps.corpus.models import Item
@@ -106,9 +107,10 @@ def round_labels_order(offset: int) -> str:
 # counted, whether a decision is current, and the item's Review, the overlap recorded for the round (text, or
 # NULL) and the study's; when the round is all submitted, its labels too, one row each
 # (`round_labels_sql`), the state repeated on each. The common case is written by the same statement: an
-# item whose round is not all submitted, without a decision or a Review yet (the first annotation of the
-# item), gets its Review as ``annotating``; the state's last value (`SubmissionState.opened`) says whether
-# it did.
+# item whose round is not complete, without a decision or a Review yet (the first annotation of the item,
+# or the only one of a round of one annotator), gets its Review as ``annotating``; the state's last value
+# (`SubmissionState.opened`) says whether it did. "Complete" is `apps.annotation.completion.ready`, the
+# round's recorded overlap read as `SubmissionState.overlap` reads it (tests hold the two together).
 STATE_WIDTH = len(SubmissionState._fields)
 SUBMISSION_STATE = Statement(
     "taxonomist_submission_state",
@@ -140,7 +142,9 @@ WITH r AS (
         (item_id, study_id, round_id, state, disagreeing_dimensions, updated_at, claimed_by_id, claimed_at)
     SELECT %(item)s, st.study_id, st.round_id, %(annotating)s, '[]'::jsonb, %(now)s, NULL, NULL
     FROM st
-    WHERE st.review_id IS NULL AND st.round_id IS NOT NULL AND NOT st.has_current AND st.done < st.total
+    WHERE st.review_id IS NULL AND st.round_id IS NOT NULL AND NOT st.has_current
+      AND (st.done < st.total OR st.done < GREATEST(%(min_annotations)s, COALESCE(NULLIF(
+          CASE WHEN st.round_overlap ~ '^[0-9]+$' THEN st.round_overlap::numeric END, 0), st.study_overlap)))
     ON CONFLICT (item_id) DO NOTHING
     RETURNING id
 )
@@ -148,8 +152,9 @@ SELECT st.*, EXISTS (SELECT 1 FROM opened), lab.*
 FROM st LEFT JOIN LATERAL ({round_labels_sql("st.round_id", "st.done >= st.total")}) lab ON true
 ORDER BY {round_labels_order(STATE_WIDTH)}
 """,
-    {"item": "bigint", "submitted": "varchar", "annotating": "varchar", "now": "timestamptz"},
-)
+    {"item": "bigint", "submitted": "varchar", "annotating": "varchar", "now": "timestamptz",
+     "min_annotations": "integer"},
+)  # fmt: skip
 INSERT_REVIEW = Statement(
     "taxonomist_review_insert",
     f"""
@@ -184,6 +189,7 @@ def read_submission_state(item_id: int, *, now: datetime) -> SubmissionRead | No
             "submitted": AssignmentStatus.SUBMITTED.value,
             "annotating": ReviewState.ANNOTATING.value,
             "now": now,
+            "min_annotations": MIN_ANNOTATIONS,
         }
     )
     if not rows:
