@@ -12,10 +12,11 @@ class AdjudicationConfig(AppConfig):
         from apps.taxonomy import label_stores
         from apps.taxonomy.signals import categories_merged, labels_reassigned
 
-        from . import queries, readers, receivers
+        from . import outcomes as round_outcomes
+        from . import readers, receivers
 
         decided.provide(readers.DECIDED)
-        outcomes.provide(queries.discussion_outcome_data)
+        outcomes.provide(round_outcomes.discussion_outcome_data)
         gold.provide(readers.gold_by_item)
         gold_answers.provide(readers.gold_answers)
         label_stores.register(label_stores.GOLD, readers.GOLD_STORE)

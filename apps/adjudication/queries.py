@@ -1,4 +1,5 @@
-"""Reads of the adjudication app: one item's labels as plain findings, decisions as findings, the queue.
+"""Reads of the adjudication app: one item's labels as plain findings, decisions as findings, the queue
+(each round's discussion outcomes are in `outcomes.py`).
 
 Every function here reads; nothing writes. Findings are the `consolidation` module's plain form
 (dimension key → frozenset of category ids, or PENDING). Access control stays with the caller: these
@@ -19,16 +20,15 @@ from django.db.models.functions import Coalesce
 from apps.accounts.models import Study, User
 from apps.annotation.completion import ready
 from apps.annotation.models import Annotation, Assignment, AssignmentStatus, Finding, LabelValue, Round
-from apps.annotation.phases import discusses
-from apps.annotation.services.causes import cause_counts
 from apps.core import generations
 from apps.corpus.models import Item, item_text_fields
 from apps.taxonomy.index import CodebookIndex
 from apps.taxonomy.models import Category, CategoryStatus
 
+from . import outcomes
 from .consolidation import PENDING, Findings
 from .consolidation import Value as FindingValue
-from .models import Decision, DecisionValue, Provenance, Review, ReviewState
+from .models import Decision, DecisionValue, Review, ReviewState
 
 
 def merged_targets(study_id: int, *, index: CodebookIndex | None = None) -> dict[int, int]:
@@ -486,80 +486,6 @@ def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
     return out
 
 
-def discussion_outcomes(study: Study) -> list[dict[str, Any]]:
-    """Per revealed round that discussed (not one revealed straight to adjudication): items its discussion
-    resolved (current decisions ``discussed``), items it did not (open disagreements, waiting for the
-    lead) and items the lead decided (``adjudicated``), each kind's share of the three together, and how
-    many items carry each cause of disagreement (`annotation.services.causes`). Three queries."""
-    revealed = [
-        r
-        for r in Round.objects.filter(study=study, revealed_at__isnull=False)
-        .select_related("study")
-        .order_by("number")
-        if discusses(r)  # a round revealed straight to adjudication had no discussion to report
-    ]
-    if not revealed:
-        return []
-    ids = [r.pk for r in revealed]
-    rows = (
-        Decision.objects.filter(study=study, is_current=True, round_id__in=ids)
-        .order_by()
-        .values_list("round_id", "provenance")
-        .annotate(n=Count("*"))
-        .values_list("round_id", "provenance", "n")
-    )
-    decided = {(round_id, provenance): n for round_id, provenance, n in rows}
-    open_ = dict(
-        Review.objects.open_disagreements()
-        .filter(study=study, round_id__in=ids)
-        .order_by()
-        .values_list("round_id")
-        .annotate(n=Count("*"))
-        .values_list("round_id", "n")
-    )
-    per_cause: dict[int, list[tuple[str, str, int]]] = {}
-    for count in cause_counts(study):
-        per_cause.setdefault(count.round, []).append((count.key, count.name, count.n))
-    outcomes = []
-    for r in revealed:
-        resolved = decided.get((r.pk, Provenance.DISCUSSED), 0)
-        unresolved = open_.get(r.pk, 0)
-        adjudicated = decided.get((r.pk, Provenance.ADJUDICATED), 0)
-        total = resolved + unresolved + adjudicated
-        outcomes.append(
-            {
-                "round": r,
-                "resolved": resolved,
-                "unresolved": unresolved,
-                "adjudicated": adjudicated,
-                "share_discussion": resolved / total if total else None,
-                "share_adjudicator": adjudicated / total if total else None,
-                "causes": per_cause.get(r.number, []),
-            }
-        )
-    return outcomes
-
-
-def outcome_data(outcome: dict[str, Any]) -> dict[str, Any]:
-    """One `discussion_outcomes` row as plain data (cause keys to counts): the package's and agreement's
-    shape (`annotation/outcomes.py`)."""
-    return {
-        "resolved_by_discussion": outcome["resolved"],
-        "adjudicated": outcome["adjudicated"],
-        "unresolved": outcome["unresolved"],
-        "share_discussion": outcome["share_discussion"],
-        "share_adjudicator": outcome["share_adjudicator"],
-        "causes": {key: n for key, _, n in outcome["causes"]},
-    }
-
-
-def discussion_outcome_data(study_id: int) -> dict[int, dict[str, Any]]:
-    """`outcome_data` of each revealed round of the study, by round number (the reader of
-    `annotation/outcomes.py`)."""
-    study = Study.objects.get(pk=study_id)
-    return {o["round"].number: outcome_data(o) for o in discussion_outcomes(study)}
-
-
 @dataclass(frozen=True)
 class QueueOverview:
     """What the disagreement queue shows besides its page: the filter form's rounds (id, label) and
@@ -584,7 +510,7 @@ def queue_overview(study: Study, short: int) -> QueueOverview:
             rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
             annotators=annotators_of(study),
             counts=counts_per_round(study),
-            discussion=discussion_outcomes(study),
+            discussion=outcomes.discussion_outcomes(study),
             short=list(short_of_annotators(study)[:short]),
         )
 

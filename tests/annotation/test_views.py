@@ -462,7 +462,7 @@ def test_the_queue_lists_the_next_open_items_in_round_number_order_and_says_when
     client: Client, study: Study, items: list[Item], annotator_a: User, book: Book, monkeypatch: Any
 ) -> None:
     # the module, not the view of the same name that the views package exports
-    monkeypatch.setattr(importlib.import_module("apps.annotation.views.workbench"), "QUEUE_SIZE", 5)
+    monkeypatch.setattr(importlib.import_module("apps.annotation.views.queue"), "QUEUE_SIZE", 5)
     later = make_round(study, 2, items[:4], {annotator_a: items[:4]})  # created first, numbered second
     first = make_round(study, 1, items[4:8], {annotator_a: items[4:8]})
     submitted = {"status": AssignmentStatus.SUBMITTED, "submitted_at": timezone.now()}

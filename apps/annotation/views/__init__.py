@@ -4,6 +4,7 @@ from .causes import causes
 from .discussion import close_discussion, my_decided, reveal, revise, round_discussion
 from .grid import add_from_grid
 from .guidelines import acknowledge, guidelines_page, guidelines_version
+from .queue import next_item, queue
 from .rounds import (
     add_items,
     assign,
@@ -17,7 +18,7 @@ from .rounds import (
     screening,
 )
 from .threads import cause, comment, inbox, thread
-from .workbench import next_item, queue, save_draft, submit, workbench
+from .workbench import save_draft, submit, workbench
 
 __all__ = [
     "acknowledge",

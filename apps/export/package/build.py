@@ -27,7 +27,7 @@ from typing import Any
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Study
-from apps.adjudication.queries import discussion_outcome_data
+from apps.adjudication.outcomes import discussion_outcome_data
 from apps.agreement.ratings import DISCUSSED, RatingsError, StudyRatings, load_study_ratings
 from apps.agreement.services import DASHBOARD_BOOTSTRAP, DASHBOARD_SEED, dimension_report
 from apps.annotation.models import GoldItem, Round, RoundItem

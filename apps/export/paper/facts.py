@@ -18,7 +18,7 @@ from django.db.models import Count
 
 from apps.accounts.models import Study
 from apps.adjudication.models import Decision, DecisionFinding, Provenance
-from apps.adjudication.queries import discussion_outcome_data
+from apps.adjudication.outcomes import discussion_outcome_data
 from apps.agreement.models_report import models_agreement
 from apps.annotation.models import Annotation, Assignment, Cause, RoundKind
 from apps.corpus.models import Item, Relevance
