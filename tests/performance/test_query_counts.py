@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client
+from rest_framework.test import APIClient
 
-from apps.accounts.models import User
+from apps.accounts.models import ApiToken, User
 from apps.adjudication.forms import encode_cursor
 from apps.adjudication.models import Review, ReviewState
 from apps.annotation.models import Assignment, AssignmentStatus
@@ -57,21 +58,18 @@ def test_next_item_runs_a_constant_number_of_queries(
     _count(client, django_assert_num_queries, "/studies/perf/label/next/", NEXT_ITEM, status=302)
 
 
-def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_assert_num_queries: Any) -> None:
-    assignment = _first_open(bench_study)
-    index = CodebookIndex.for_study(bench_study)
+def _howto(study: Any) -> tuple[int, str]:
+    """The codebook's version and a leaf how-to topic: labels every submission below may send."""
+    index = CodebookIndex.for_study(study)
     tree = index.tree("howto_topic")
-    topic = index.category(next(c for c in tree if not tree.children(c))).key
-    data = {
-        "codebook_version": str(index.version),
-        "finding": "1",
-        value_field(1, "issue_type"): "howto",
-        value_field(1, "howto_topic"): topic,
-    }
-    # Warm-up: a first submission prepares the connection's statements (PostgreSQL, once per connection;
-    # the test client's users share one), by another annotator, on another item.
+    return index.version, index.category(next(c for c in tree if not tree.children(c))).key
+
+
+def _warmup_for(study: Any, assignment: Assignment) -> Assignment:
+    """Another annotator's open assignment on another item: submitting it first prepares the connection's
+    statements (PostgreSQL, once per connection; the test client's users share one)."""
     warmup = (
-        Assignment.objects.filter(study=bench_study, status=AssignmentStatus.OPEN)
+        Assignment.objects.filter(study=study, status=AssignmentStatus.OPEN)
         .exclude(item=assignment.item)
         .exclude(annotator=assignment.annotator)
         .select_related("annotator")
@@ -79,6 +77,19 @@ def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_asser
         .first()
     )
     assert warmup is not None
+    return warmup
+
+
+def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_assert_num_queries: Any) -> None:
+    assignment = _first_open(bench_study)
+    version, topic = _howto(bench_study)
+    data = {
+        "codebook_version": str(version),
+        "finding": "1",
+        value_field(1, "issue_type"): "howto",
+        value_field(1, "howto_topic"): topic,
+    }
+    warmup = _warmup_for(bench_study, assignment)
     warm = _client_for(warmup.annotator.username)
     assert warm.post(f"/studies/perf/label/{warmup.pk}/submit/", data).status_code == 302
     client = _client_for(assignment.annotator.username)
@@ -86,6 +97,37 @@ def test_submit_runs_a_constant_number_of_queries(bench_study: Any, django_asser
         response = client.post(f"/studies/perf/label/{assignment.pk}/submit/", data)
     assert response.status_code == 302
     assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
+
+
+def test_the_api_submit_runs_a_constant_number_of_queries(
+    bench_study: Any, django_assert_num_queries: Any
+) -> None:
+    """`POST .../assignments/<id>/annotation/` with a token, what scripts and the peers' clients use: its
+    count is pinned as the page's is, so that a statement added on the API's path shows here."""
+    assignment = _first_open(bench_study)
+    version, topic = _howto(bench_study)
+    body = {
+        "findings": [{"values": {"issue_type": ["howto"], "howto_topic": [topic]}}],
+        "codebook_version": version,
+    }
+    warmup = _warmup_for(bench_study, assignment)
+    warm = _token_client(warmup.annotator)
+    assert warm.post(f"{API}/assignments/{warmup.pk}/annotation/", body, format="json").status_code == 201
+    client = _token_client(assignment.annotator)
+    assert client.get(f"{API}/codebook/").status_code == 200  # the token's first use records its time
+    with django_assert_num_queries(API_SUBMIT if connection.vendor == "postgresql" else API_SUBMIT_ORM):
+        response = client.post(f"{API}/assignments/{assignment.pk}/annotation/", body, format="json")
+    assert response.status_code == 201, response.content
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
+
+
+API = "/api/v1/studies/perf"
+
+
+def _token_client(user: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user, 'query counts')[1]}")
+    return client
 
 
 def test_workbench_runs_a_constant_number_of_queries(
@@ -99,8 +141,8 @@ def test_workbench_runs_a_constant_number_of_queries(
 def test_annotator_queue_runs_a_constant_number_of_queries(
     bench_study: Any, django_assert_num_queries: Any
 ) -> None:
-    """My queue lists open and submitted assignments with their item and round, which it reads with only
-    the columns it shows (`QUEUE_COLUMNS`): a column it shows but did not read would be a query a row."""
+    """My queue lists open and submitted assignments with their item and round, which it reads as the
+    columns it shows (`QUEUE_COLUMNS`), never as models that a forgotten column would query row by row."""
     annotator = _first_open(bench_study).annotator
     assert Assignment.objects.filter(annotator=annotator, status=AssignmentStatus.SUBMITTED).exists()
     _count(
@@ -183,6 +225,13 @@ SUBMIT = 8
 # The ORM path (SQLite): without row locks the first annotation and the first review are inserted in
 # savepoints, so that a twin request's insert can be recovered from; with the same lock check.
 SUBMIT_ORM = 24
+# The API's first submission on PostgreSQL: the token with the user's membership of the study (one
+# statement, accounts/authentication.py); the training gate; BEGIN, the submission's one statement, the
+# item's consolidation state (which opens its Review), the grid's labelling columns, COMMIT; its answer is
+# built from what the submission wrote (decision 0004), so nothing is read back.
+API_SUBMIT = 7
+# The ORM path (SQLite), as the page's, and the answer's annotation read back with its round.
+API_SUBMIT_ORM = 23
 # My queue: session, user with membership; the training lock, my rounds (cached figures aside), the open
 # rows of the first round with any, my 50 latest submissions, which of the open ones were sent back.
 ANNOTATOR_QUEUE = 6
