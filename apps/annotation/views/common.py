@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Concatenate
+
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods
 
 from apps.accounts.models import Study, User
+from apps.accounts.permissions import access_study
 from apps.core.http import HtmxHttpRequest
 from apps.taxonomy import guidelines
 
@@ -24,3 +31,29 @@ def guidelines_first(request: HtmxHttpRequest, study: Study, role: str) -> HttpR
         return None
     messages.info(request, guidelines.refusal(study, version))
     return redirect("annotation:guidelines", slug=study.slug)
+
+
+def labelling_page[**P](
+    method: str,
+) -> Callable[
+    [Callable[Concatenate[HtmxHttpRequest, Study, str, P], HttpResponse]], Callable[..., HttpResponse]
+]:
+    """A page of the queue or the workbench, in the order the permission matrix holds: signed in first (else
+    the sign-in page), then the one HTTP `method` it answers (else 405), then the study of the URL's `slug`
+    as `access_study` gives it to the member (a 404 to anyone else), and the guidelines first when they
+    must read them (`guidelines_first`). The view gets the study and the member's role in place of the
+    slug; Django calls the page with the URL's arguments by name."""
+
+    def decorate(
+        view: Callable[Concatenate[HtmxHttpRequest, Study, str, P], HttpResponse],
+    ) -> Callable[..., HttpResponse]:
+        def page(request: HtmxHttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+            study, role = access_study(request.user, slug)
+            if (first := guidelines_first(request, study, role)) is not None:
+                return first
+            return view(request, study, role, *args, **kwargs)
+
+        functools.update_wrapper(page, view)
+        return login_required(require_http_methods([method])(page))
+
+    return decorate

@@ -7,15 +7,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.timezone import localtime
-from django.views.decorators.http import require_GET
 
-from apps.accounts.permissions import access_study
+from apps.accounts.models import Study
 from apps.core.context import study_context
 from apps.core.generations import study_figures
 from apps.core.http import HtmxHttpRequest
@@ -24,7 +22,7 @@ from apps.corpus.titles import readable_title
 from .. import decided, services
 from ..models import Assignment, AssignmentQuerySet, AssignmentStatus, Round, RoundPhase
 from ..services import gold, send_back
-from .common import guidelines_first, request_user
+from .common import labelling_page, request_user
 
 QUEUE_SIZE = 50  # open items listed; "Start labelling" walks the rest in the same order
 
@@ -89,13 +87,9 @@ def _open_rows(rows: AssignmentQuerySet, per_round: list[dict[str, Any]]) -> lis
     return found
 
 
-@login_required
-@require_GET
-def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+@labelling_page("GET")
+def queue(request: HtmxHttpRequest, study: Study, role: str) -> HttpResponse:
     """My assignments in the study: per round done / total, the open ones, and those I may still edit."""
-    study, role = access_study(request.user, slug)
-    if (first := guidelines_first(request, study, role)) is not None:
-        return first
     mine = Assignment.objects.for_annotator(request.user).filter(study=study)
     per_round = study_figures(study, f"annotation.queue_rounds:{request.user.pk}", lambda: _per_round(mine))
     open_rows = _open_rows(mine, per_round)  # one more than shown: are there others?
@@ -116,13 +110,9 @@ def queue(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, "annotation/queue.html", ctx)
 
 
-@login_required
-@require_GET
-def next_item(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+@labelling_page("GET")
+def next_item(request: HtmxHttpRequest, study: Study, role: str) -> HttpResponse:
     """Redirect to my next open assignment, or to my queue when none is left."""
-    study, role = access_study(request.user, slug)
-    if (first := guidelines_first(request, study, role)) is not None:
-        return first
     assignment = services.next_open_assignment(request_user(request), study)
     if assignment is None:
         messages.success(request, "Nothing left to label in this study. Thank you!")

@@ -19,7 +19,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 
 from apps.accounts.models import Study, User
 from apps.accounts.permissions import access_study
@@ -40,7 +40,7 @@ from ..models import (
     SendBack,
 )
 from ..services import gold, send_back
-from .common import guidelines_first, request_user
+from .common import labelling_page, request_user
 from .discussion import discussion_context, readable
 from .options import options_html
 
@@ -390,13 +390,9 @@ def _refuse_locked(request: HtmxHttpRequest, study: Study, pk: int) -> None:
         raise TrainingLocked(reason)
 
 
-@login_required
-@require_GET
-def workbench(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+@labelling_page("GET")
+def workbench(request: HtmxHttpRequest, study: Study, role: str, pk: int) -> HttpResponse:
     """One item and its labels: the screen an annotator works in (keyboard shortcuts in workbench.js)."""
-    study, role = access_study(request.user, slug)
-    if (first := guidelines_first(request, study, role)) is not None:
-        return first
     try:
         assignment = _own_assignment(request, study, pk)
     except TrainingLocked as locked:  # say it on the queue, where the training round waits (not a 403 page)
@@ -432,18 +428,14 @@ def save_draft(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, "annotation/workbench.html#draft-status", ctx)
 
 
-@login_required
-@require_POST
-def submit(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
+@labelling_page("POST")
+def submit(request: HtmxHttpRequest, study: Study, role: str, pk: int) -> HttpResponse:
     """Submit the labels; on success go to the next open item (or stay, when asked), else show why.
 
     The service loads and locks the assignment, scoped to the user and the study (another's is a 404, as
     on every workbench URL); the page's full assignment (item, round, annotation) is read only to show a
     refused submission again. A refused submission keeps what was posted as the draft (its own
     transaction), so nothing is lost."""
-    study, role = access_study(request.user, slug)
-    if (first := guidelines_first(request, study, role)) is not None:
-        return first
     user = request_user(request)
     _refuse_locked(request, study, pk)
     form = WorkbenchForm(request.POST)
