@@ -17,6 +17,7 @@ once for the connection's life.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
@@ -79,9 +80,10 @@ _PARAMETER = re.compile(r"%\((\w+)\)s")
 
 
 class Statement:
-    """A hand-written statement with ``%(name)s`` parameters, run as the prepared statement `name` of the
-    connection on PostgreSQL (prepared on first use: one planning per connection instead of one per call)
-    and as a plain statement elsewhere. `types` gives each parameter's PostgreSQL type.
+    """A hand-written statement with ``%(name)s`` parameters, run as the prepared statement `self.name` (the
+    given name and a digest of the text) of the connection on PostgreSQL (prepared on first use: one
+    planning per connection instead of one per call) and as a plain statement elsewhere. `types` gives each
+    parameter's PostgreSQL type.
 
     Prepared statements outlive transactions (a rollback keeps them) and end with the connection; a
     connection that `DISCARD`s them behind Django's back (a transaction-mode pooler) is not supported."""
@@ -91,13 +93,16 @@ class Statement:
         order = list(dict.fromkeys(appearances))
         if set(order) != set(types):
             raise ValueError(f"{name}: parameters {sorted(order)} but types for {sorted(types)}")
+        signature = ", ".join(types[n] for n in order)
+        body = _PARAMETER.sub(lambda m: f"${order.index(m.group(1)) + 1}", sql)
+        # The name carries a digest of the text: a session that outlived a deploy (a pooler's) and still holds
+        # the last release's statement under the same name would run the old SQL, or fail on its parameters.
+        name = f"{name}_{hashlib.blake2s(f'{signature}|{body}'.encode(), digest_size=4).hexdigest()}"
         self.name = name
         self.sql = sql
         self._order = order
         self._appearances = appearances
-        self._prepare = f"PREPARE {name} ({', '.join(types[n] for n in order)}) AS " + _PARAMETER.sub(
-            lambda m: f"${order.index(m.group(1)) + 1}", sql
-        )
+        self._prepare = f"PREPARE {name} ({signature}) AS {body}"
         self._execute = f"EXECUTE {name} ({', '.join(['%s'] * len(order))})" if order else f"EXECUTE {name}"
         self._portable = _PARAMETER.sub("%s", sql)
 

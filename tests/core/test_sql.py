@@ -114,10 +114,25 @@ def test_a_statement_the_session_has_already_is_not_an_error(study: Study) -> No
     statement = _slug_of("taxonomist_test_known")
     assert statement.one({"study": study.pk}) == (study.slug,)
     prepared_on = connection._taxonomist_prepared_on  # type: ignore[attr-defined]
-    prepared_on[1].discard("taxonomist_test_known")  # the record lost, the session still has it
+    prepared_on[1].discard(statement.name)  # the record lost, the session still has it
     with transaction.atomic():
         assert statement.one({"study": study.pk}) == (study.slug,)
         assert Study.objects.filter(pk=study.pk).exists()  # the transaction is still usable
+
+
+def test_a_statement_whose_text_changed_is_prepared_anew_under_the_same_name(study: Study) -> None:
+    """What a deploy does to a session that outlives it (a pooler's): the statement of the same name, its
+    text changed, must run its new text, not the one the session prepared before."""
+    before = Statement(
+        "taxonomist_test_changed", "SELECT slug FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
+    )
+    after = Statement(
+        "taxonomist_test_changed", "SELECT name FROM accounts_study WHERE id = %(study)s", {"study": "bigint"}
+    )
+    assert before.name != after.name and before.name.startswith("taxonomist_test_changed_")
+    assert before.one({"study": study.pk}) == (study.slug,)
+    assert after.one({"study": study.pk}) == (study.name,)
+    assert before.one({"study": study.pk}) == (study.slug,)
 
 
 def test_an_orm_compiled_statement_runs_prepared_with_its_parameters_typed_from_their_values(
