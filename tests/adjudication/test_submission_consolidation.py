@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from apps.accounts.models import ConsolidationRule, Study, User
 from apps.adjudication.models import Decision, Review, ReviewState
@@ -222,7 +223,9 @@ def test_the_submission_state_judges_a_round_by_its_recorded_overlap_else_the_st
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the submission's short path")
-@pytest.mark.parametrize("recorded", [None, "1", "2", "3", "0", "two"], ids=lambda r: f"overlap-{r}")
+@pytest.mark.parametrize(
+    "recorded", [None, 1, 2, 3, 0, -1, 2.5, 3.0, True, "3", "two"], ids=lambda r: f"overlap-{r!r}"
+)
 @pytest.mark.parametrize("assigned", [1, 2, 3])
 def test_the_state_statement_opens_the_review_exactly_while_the_round_is_not_complete(
     make_item: MakeItem,
@@ -230,13 +233,15 @@ def test_the_state_statement_opens_the_review_exactly_while_the_round_is_not_com
     annotator_a: User,
     annotator_b: User,
     annotator_c: User,
-    recorded: str | None,
+    recorded: object,
     assigned: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The statement's own test of completion (SQL) and `ready` (Python) agree: after each submission of a
     fresh item, the Review was opened by the statement (no other statement ran) exactly when `ready` says
-    the round is not complete, with the round's recorded overlap read as `SubmissionState.overlap` does."""
+    the round is not complete, with the round's overlap as `Round.assigned_overlap` reads it (a positive
+    JSON integer; a string, a fraction or a boolean leave the study's), which the lock and the ORM path
+    read too. What the statement reads, `SubmissionState.overlap` reads the same."""
     round1.params = {} if recorded is None else {"assignment": {"overlap": recorded}}
     round1.save()
     annotators = [annotator_a, annotator_b, annotator_c][:assigned]
@@ -250,12 +255,10 @@ def test_the_state_statement_opens_the_review_exactly_while_the_round_is_not_com
         Review.objects.filter(item=item).delete()
         inserted.clear()
         submit(item, user, CRASH)
-        state = SubmissionState(
-            study_id=item.study_id, rule="unanimous", round_id=round1.pk, total=assigned, done=done,
-            has_current=False, review_id=None, review_state=None, dimensions=None, review_round=None,
-            round_overlap=recorded, study_overlap=item.study.overlap, opened=False,
-        )  # fmt: skip
-        complete = ready(submitted=done, assigned=assigned, overlap=state.overlap)
+        overlap = round1.assigned_overlap or item.study.overlap
+        read = sql.read_submission_state(item.pk, now=timezone.now())
+        assert read is not None and read.state.overlap == overlap, (recorded, read)
+        complete = ready(submitted=done, assigned=assigned, overlap=overlap)
         review = Review.objects.get(item=item)
         if complete:
             assert review.state != ReviewState.ANNOTATING, (done, assigned, recorded)

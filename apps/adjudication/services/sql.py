@@ -40,7 +40,7 @@ class SubmissionState(NamedTuple):
     review_state: str | None
     dimensions: list[str] | None  # the Review's disagreeing dimensions
     review_round: int | None
-    round_overlap: str | None  # as recorded in the round's params (JSON text), or NULL
+    round_overlap: str | None  # the round's recorded overlap as text when it is a JSON number, else NULL
     study_overlap: int
     opened: bool  # the statement opened the item's Review (``annotating``): nothing is left to do
 
@@ -104,13 +104,14 @@ def round_labels_order(offset: int) -> str:
 # Gold checks (`a.gold`) are never consolidated: left out of both reads (docs/quality.md).
 # What a submission's consolidation needs, read in one statement (PostgreSQL, the item row locked by the
 # submission): the study's rule, the item's latest round with its assignments and submitted annotations
-# counted, whether a decision is current, and the item's Review, the overlap recorded for the round (text, or
-# NULL) and the study's; when the round is all submitted, its labels too, one row each
-# (`round_labels_sql`), the state repeated on each. The common case is written by the same statement: an
-# item whose round is not complete, without a decision or a Review yet (the first annotation of the item,
-# or the only one of a round of one annotator), gets its Review as ``annotating``; the state's last value
-# (`SubmissionState.opened`) says whether it did. "Complete" is `apps.annotation.completion.ready`, the
-# round's recorded overlap read as `SubmissionState.overlap` reads it (tests hold the two together).
+# counted, whether a decision is current, and the item's Review, the overlap recorded for the round (the text
+# of a JSON number, else NULL: `overlap_of` takes no string) and the study's; when the round is all submitted,
+# its labels too, one row each (`round_labels_sql`), the state repeated on each. The common case is written by
+# the same statement: an item whose round is not complete, without a decision or a Review yet (the first
+# annotation of the item, or the only one of a round of one annotator), gets its Review as ``annotating``; the
+# state's last value (`SubmissionState.opened`) says whether it did. "Complete" is
+# `apps.annotation.completion.ready`, the round's recorded overlap read as `SubmissionState.overlap` reads it
+# (tests hold the two together).
 STATE_WIDTH = len(SubmissionState._fields)
 SUBMISSION_STATE = Statement(
     "taxonomist_submission_state",
@@ -118,7 +119,8 @@ SUBMISSION_STATE = Statement(
 WITH r AS (
     SELECT a.round_id, count(*) AS total,
            count(*) FILTER (WHERE a.status = %(submitted)s AND n.submitted_at IS NOT NULL) AS done,
-           ro.params -> 'assignment' ->> 'overlap' AS round_overlap
+           CASE WHEN jsonb_typeof(ro.params -> 'assignment' -> 'overlap') = 'number'
+               THEN ro.params -> 'assignment' ->> 'overlap' END AS round_overlap
     FROM "{Assignment._meta.db_table}" a
     JOIN "{Round._meta.db_table}" ro ON ro.id = a.round_id
     LEFT JOIN "{Annotation._meta.db_table}" n ON n.assignment_id = a.id
