@@ -482,7 +482,7 @@ def counts_per_round(study: Study) -> list[tuple[int | None, str, int]]:
     out: list[tuple[int | None, str, int]] = []
     for round_id, n in rows:
         number, name = rounds.get(round_id or 0, (None, ""))
-        out.append((round_id, name or (f"Round {number}" if number is not None else "No round"), n))
+        out.append((round_id, Round.display_name(name, number) if number is not None else "No round", n))
     return out
 
 
@@ -507,7 +507,7 @@ def queue_overview(study: Study, short: int) -> QueueOverview:
     def compute() -> QueueOverview:
         rounds = Round.objects.filter(study=study).values_list("pk", "number", "name")
         return QueueOverview(
-            rounds=[(pk, name or f"Round {number}") for pk, number, name in rounds],
+            rounds=[(pk, Round.display_name(name, number)) for pk, number, name in rounds],
             annotators=annotators_of(study),
             counts=counts_per_round(study),
             discussion=outcomes.discussion_outcomes(study),

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from apps.accounts import permissions
 from apps.accounts.models import Membership, Role
+from apps.adjudication.models import Review
+from apps.adjudication.queries import CLAIM_TTL
 from apps.annotation.models import Annotation, Assignment
 from apps.annotation.serializers import SubmitResultSerializer, submit_result_data
 from apps.core.api import KeysetPagination
@@ -321,6 +324,33 @@ def test_the_disagreement_queue_pages_with_a_cursor(world: World) -> None:
     assert data["next"] is None
     forged = as_user(world.lead).get(f"/api/v1/studies/{world.study.slug}/disagreements/?cursor=xyz")
     assert forged.status_code == 400
+
+
+def test_a_disagreement_row_carries_its_item_round_dimensions_annotators_update_and_live_claim(
+    world: World,
+) -> None:
+    item = world.items[0]
+    url = f"/api/v1/studies/{world.study.slug}/disagreements/?round=1"
+    claimed_at = timezone.now() - timedelta(minutes=1)
+    Review.objects.filter(item=item).update(claimed_by=world.owner, claimed_at=claimed_at)
+    review = Review.objects.get(item=item)
+    assert review.disagreeing_dimensions  # the world's two annotators disagree
+    expected = {
+        "item": {"id": item.pk, "url": item.url, "title": item.title},
+        "round": 1,
+        "disagreeing_dimensions": review.disagreeing_dimensions,
+        "annotators": ["alice", "bob"],
+        "updated_at": review.updated_at.isoformat().replace("+00:00", "Z"),
+        "claimed_by": world.owner.username,
+    }
+    world.study.show_annotator_names = True
+    world.study.save()
+    assert as_user(world.lead).get(url).json()["results"] == [expected]
+    world.study.show_annotator_names = False
+    world.study.save()
+    Review.objects.filter(item=item).update(claimed_at=claimed_at - CLAIM_TTL)  # the claim has lapsed
+    anonymous = {**expected, "annotators": ["Annotator 1", "Annotator 2"], "claimed_by": None}
+    assert as_user(world.lead).get(url).json()["results"] == [anonymous]
 
 
 def test_the_schema_and_the_docs_page_describe_every_endpoint(world: World) -> None:

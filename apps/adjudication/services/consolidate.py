@@ -109,12 +109,12 @@ def consolidate_submission(item_id: int, *, index: CodebookIndex | None = None) 
     """`consolidate_item` for the item of a submission that holds the item's row lock already (PostgreSQL,
     `index` the codebook the submission validated against, share-locked).
 
-    The same outcomes in fewer statements: one read of the item's state, which also opens the Review of an
-    item's first annotation (``annotating``); while the round is not all submitted, at most one more write
-    of its Review; when this submission completes it, one read of the round's labels, `consolidate` under
-    the study's rule, the Review and, when the annotators agree, the decision (`record_decision`). An item
-    with a current decision, a decided Review, or a Review that a lead changed since the read is left to
-    `consolidate_item`, whatever the case."""
+    The same outcomes in fewer statements: one read of the item's state, which also opens the Review
+    (``annotating``) of an item that has none while its round is not complete (`completion.ready`); while
+    the round is not all submitted, at most one more write of its Review; when this submission completes
+    it, one read of the round's labels, `consolidate` under the study's rule, the Review and, when the
+    annotators agree, the decision (`record_decision`). An item with a current decision, a decided Review,
+    or a Review that a lead changed since the read is left to `consolidate_item`, whatever the case."""
     now = timezone.now()
     read = read_submission_state(item_id, now=now)
     if read is None:

@@ -33,7 +33,8 @@ def _per_round(mine: AssignmentQuerySet) -> list[dict[str, Any]]:
     per_round: list[dict[str, Any]] = [
         dict(row)
         for row in mine.values("round", "round__number", "round__name", "round__phase", "round__kind")
-        # columns of the `assignment_progress` index only (the study's filter aside): see _workbench_context
+        # columns of the `assignment_progress` index only (the study's filter aside): see
+        # workbench.py `_progress`
         .annotate(total=Count("round"), done=Count("status", filter=Q(status=AssignmentStatus.SUBMITTED)))
         .order_by("round__number")
     ]
