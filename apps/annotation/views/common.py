@@ -33,20 +33,20 @@ def guidelines_first(request: HtmxHttpRequest, study: Study, role: str) -> HttpR
     return redirect("annotation:guidelines", slug=study.slug)
 
 
-def labelling_page[**P](
-    method: str,
-) -> Callable[
-    [Callable[Concatenate[HtmxHttpRequest, Study, str, P], HttpResponse]], Callable[..., HttpResponse]
-]:
+#: A labelling page as written: the request, the study and the member's role, then the URL's other arguments.
+type StudyView[**P] = Callable[Concatenate[HtmxHttpRequest, Study, str, P], HttpResponse]
+#: As Django calls it: the request and the URL's arguments by name.
+type Page = Callable[..., HttpResponse]
+
+
+def labelling_page[**P](method: str) -> Callable[[StudyView[P]], Page]:
     """A page of the queue or the workbench, in the order the permission matrix holds: signed in first (else
     the sign-in page), then the one HTTP `method` it answers (else 405), then the study of the URL's `slug`
     as `access_study` gives it to the member (a 404 to anyone else), and the guidelines first when they
     must read them (`guidelines_first`). The view gets the study and the member's role in place of the
     slug; Django calls the page with the URL's arguments by name."""
 
-    def decorate(
-        view: Callable[Concatenate[HtmxHttpRequest, Study, str, P], HttpResponse],
-    ) -> Callable[..., HttpResponse]:
+    def decorate(view: StudyView[P]) -> Page:
         def page(request: HtmxHttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
             study, role = access_study(request.user, slug)
             if (first := guidelines_first(request, study, role)) is not None:
