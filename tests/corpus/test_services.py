@@ -545,3 +545,25 @@ def test_statistics_follow_the_growth_of_the_study_not_of_the_table(
     watch.wrote(2999)
     watch.wrote(1)  # x4
     assert analyzed == [True, True]
+
+
+@pytest.mark.postgres
+def test_a_first_import_refreshes_statistics_after_its_first_batch(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The study is counted before the import writes: counted after its first batch, the import took
+    those rows as known and looked the next two batches up on an empty study's statistics."""
+    if connection.vendor != "postgresql":
+        pytest.skip("planner statistics are PostgreSQL's")
+    from apps.corpus.services import pg
+
+    sizes: list[int] = []
+    monkeypatch.setattr(
+        pg,
+        "refresh_statistics",
+        lambda columns_only=False: sizes.append(Item.objects.filter(study=study).count()),
+    )
+
+    upsert_records(study, [make_record(n) for n in range(1, 2001)], batch_size=1000, render=False)
+
+    assert sizes == [1000]
