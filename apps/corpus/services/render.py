@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from django.db import transaction
@@ -44,17 +45,19 @@ def render_body(body: str, body_format: str, url: str = "", tags: list[str] | No
 class BodyRenderer:
     """Renders batches of bodies; a batch of `POOL_MIN_BODIES` or more in a pool of worker processes.
 
-    The pool starts with the first big batch and ends with :meth:`close` (use the renderer as a
-    context manager). Its workers are *spawned* (a fresh interpreter that imports only the pure
-    `rendering` module): the importing process has threads (the upsert's writer) and database
-    connections, which a forked child must not inherit. Where a pool cannot start (a single CPU, a
-    daemonic worker process that may not have children), every batch is rendered here.
+    The pool is the process's own (:func:`shared_pool`), shared by every renderer and kept warm between
+    imports; :meth:`close` cancels this renderer's work that has not started and leaves the pool running.
+    Its workers are *spawned* (a fresh interpreter that imports only the pure `rendering` module): the
+    importing process has threads (the upsert's writer) and database connections, which a forked child
+    must not inherit. Where a pool cannot start (a single CPU, a daemonic worker process that may not have
+    children), every batch is rendered here.
     """
 
     def __init__(self, processes: int | None = None) -> None:
         self.processes = processes if processes is not None else (os.cpu_count() or 1)
-        self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = self.processes < 2
+        self._pending: set[Future[list[str]]] = set()  # sent by one thread, waited for by another
+        self._pending_lock = threading.Lock()
 
     def render(self, jobs: Sequence[rendering.RenderJob]) -> list[str]:
         """The HTML of each job, in order."""
@@ -70,40 +73,90 @@ class BodyRenderer:
         try:
             futures = [pool.submit(rendering.render_many, chunk) for chunk in chunks]
         except (AssertionError, OSError, RuntimeError, BrokenProcessPool) as exc:
-            self._give_up(exc)  # AssertionError: a daemonic process, which may not have children
+            self._give_up(pool, exc)  # AssertionError: a daemonic process, which may not have children
             return lambda: rendering.render_many(jobs)
+        with self._pending_lock:
+            self._pending.update(futures)
 
         def wait() -> list[str]:
             try:
                 return [html for future in futures for html in future.result()]
             except BrokenProcessPool as exc:  # a worker died (killed, out of memory)
-                self._give_up(exc)
+                self._give_up(pool, exc)
                 return rendering.render_many(jobs)
+            finally:
+                with self._pending_lock:  # a done future holds its HTML: let it go
+                    self._pending.difference_update(futures)
 
         return wait
 
-    def _give_up(self, exc: BaseException) -> None:
+    def _give_up(self, pool: ProcessPoolExecutor, exc: BaseException) -> None:
         logger.warning("rendering in this process: the worker pool failed (%r)", exc)
         self._pool_failed = True
-        self.close()
+        discard_pool(pool)
 
     def _pool_for(self, size: int) -> ProcessPoolExecutor | None:
         if size < POOL_MIN_BODIES or self._pool_failed:
             return None
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
-        return self._pool
+        return shared_pool(self.processes)
 
     def close(self) -> None:
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            pool.shutdown(wait=False, cancel_futures=True)
+        """Cancel what this renderer sent to the pool and nobody waited for (an import that failed)."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+        for future in pending:
+            future.cancel()
 
     def __enter__(self) -> BodyRenderer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# The render pools of this process, by size: started by the first big batch (or by `start_render_pool` when
+# a Celery worker starts) and kept until the process exits. Spawning a worker and its first bodies (cmark-gfm,
+# nh3 and a lexer's states made on first use) cost 0.6-1 s of each worker's time, which every import of a
+# few thousand items used to pay again.
+_pools: dict[int, ProcessPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(processes: int) -> ProcessPoolExecutor:
+    """This process's pool of `processes` spawned render workers, started on first use."""
+    with _pools_lock:
+        pool = _pools.get(processes)
+        if pool is None:
+            context = multiprocessing.get_context("spawn")
+            pool = _pools[processes] = ProcessPoolExecutor(processes, mp_context=context)
+        return pool
+
+
+def discard_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool that failed and forget it: the next big batch starts a new one."""
+    with _pools_lock:
+        for processes, known in list(_pools.items()):
+            if known is pool:
+                del _pools[processes]
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def start_render_pool(**_signal: object) -> None:
+    """Celery's ``worker_process_init`` (sent in the process that runs the tasks, whatever the worker's pool):
+    start the render pool and warm each worker up (:func:`rendering.warm_up`), so that the first import
+    does not wait for it. Never stops the worker: a pool that cannot start is logged, and imports render
+    in the process, as they would anyway."""
+    processes = os.cpu_count() or 1
+    if processes < 2:
+        return
+    try:
+        pool = shared_pool(processes)
+        for _ in range(processes):
+            pool.submit(rendering.warm_up)
+    except (AssertionError, OSError, RuntimeError, BrokenProcessPool) as exc:
+        logger.warning(
+            "the render pool did not start with the worker (%r); imports render in the process", exc
+        )
 
 
 def render_pending(
