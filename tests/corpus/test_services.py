@@ -203,9 +203,10 @@ def test_the_upsert_uses_a_few_queries_per_batch_not_one_per_row(study: Study) -
     with CaptureQueriesContext(connection) as again:
         counts = upsert_records(study, records, batch_size=400)
     assert counts.unchanged == 1200
-    # Per batch: transaction bookkeeping, the study's import lock on PostgreSQL, one SELECT, and the
-    # SELECT that decides what to render ahead; no write. Once: whether the study had items.
-    assert len(again) <= 1 + 3 * (5 if connection.vendor == "postgresql" else 4)
+    # Per batch (250, 400, 400, 150: the first one smaller): transaction bookkeeping, the study's import
+    # lock on PostgreSQL, one SELECT, and the SELECT that decides what to render ahead; no write. Once:
+    # whether the study had items.
+    assert len(again) <= 1 + 4 * (5 if connection.vendor == "postgresql" else 4)
 
 
 # --- crash and rerun ---------------------------------------------------------------------------------
@@ -229,12 +230,13 @@ def test_an_import_killed_half_way_and_run_again_ends_with_exactly_the_right_ite
     records = [make_record(n, comments=n % 3) for n in range(1, 2501)]
     with pytest.raises(Crash):
         upsert_records(study, crash_after(records, 1700), batch_size=500)
-    assert Item.objects.in_study(study).count() == 1500  # three committed batches; the fourth rolled back
+    # Batches of 250, 500, 500, 500...: three committed (to record 1,250); the fourth rolled back.
+    assert Item.objects.in_study(study).count() == 1250
     label = label_item(Item.objects.get(url=records[0].url), annotator_a)
 
     counts = upsert_records(study, records, batch_size=500)
 
-    assert (counts.created, counts.unchanged, counts.updated) == (1000, 1500, 0)
+    assert (counts.created, counts.unchanged, counts.updated) == (1250, 1250, 0)
     stored = dict(Item.objects.in_study(study).values_list("url", "content_hash"))
     assert stored == {rec.url: content_hash(rec) for rec in records}
     assert ItemComment.objects.filter(item__study=study).count() == sum(n % 3 for n in range(1, 2501))
@@ -469,11 +471,11 @@ def test_a_background_import_killed_half_way_and_run_again_is_exact(study: Study
     records = [make_record(n, comments=n % 3) for n in range(1, 2001)]
     with pytest.raises(Crash):
         upsert_records(study, crash_after(records, 1300), batch_size=500, background=True)
-    assert Item.objects.in_study(study).count() == 1000
+    assert Item.objects.in_study(study).count() == 1250  # the complete batches: 250, 500 and 500
 
     counts = upsert_records(study, records, batch_size=500, background=True)
 
-    assert (counts.created, counts.unchanged) == (1000, 1000)
+    assert (counts.created, counts.unchanged) == (750, 1250)
     assert dict(Item.objects.in_study(study).values_list("url", "content_hash")) == {
         rec.url: content_hash(rec) for rec in records
     }
@@ -538,11 +540,11 @@ def test_statistics_follow_the_growth_of_the_study_not_of_the_table(
     monkeypatch.setattr(pg, "refresh_statistics", lambda columns_only=False: analyzed.append(columns_only))
 
     watch = pg.GrowthWatch(study.pk)
-    watch.wrote(999)
+    watch.wrote(249)
     assert analyzed == []
-    watch.wrote(1)  # 1,000 rows written into a study that had none
+    watch.wrote(1)  # 250 rows written into a study that had none (the upsert's first batch)
     assert analyzed == [True]
-    watch.wrote(2999)
+    watch.wrote(749)
     watch.wrote(1)  # x4
     assert analyzed == [True, True]
 
@@ -564,6 +566,26 @@ def test_a_first_import_refreshes_statistics_after_its_first_batch(
         lambda columns_only=False: sizes.append(Item.objects.filter(study=study).count()),
     )
 
-    upsert_records(study, [make_record(n) for n in range(1, 2001)], batch_size=1000, render=False)
+    upsert_records(study, [make_record(n) for n in range(1, 2001)], render=False)
 
-    assert sizes == [1000]
+    assert sizes == [250, 1750]  # after the first batch (250), then once the study has grown fourfold
+
+
+def test_the_first_batches_are_smaller_so_rendering_and_writing_start_sooner(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.corpus.services import upsert
+
+    sizes: list[int] = []
+    store_batch = upsert.store_batch
+
+    def counting(study_id: int, batch: dict[str, Any], *args: Any) -> tuple[int, int, int]:
+        sizes.append(len(batch))
+        return store_batch(study_id, batch, *args)
+
+    monkeypatch.setattr(upsert, "store_batch", counting)
+
+    counts = upsert_records(study, [make_record(n) for n in range(1, 3001)], render=False)
+
+    assert sizes == [250, 500, 1000, 1000, 250]
+    assert counts.created == 3000

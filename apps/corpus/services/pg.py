@@ -104,20 +104,23 @@ class GrowthWatch:
     stored hashes up through another index that starts with `study_id` (the item list's
     `item_study_keyset`, the smallest) and filters every item of the study, per URL, and the import
     turns quadratic. ANALYZE counts the rows the import's own transaction has inserted, so refreshing
-    at 1,000, 4,000, 16,000... rows written into the study keeps every lookup on the (study, url) index
-    at the cost of a few ANALYZEs (each samples at most 30,000 rows). The study's own size is what
-    counts: a table already holding other studies' items says nothing about this one.
+    whenever the rows written reach 250 or three times what the study held keeps every lookup on the
+    (study, url) index at the cost of a few ANALYZEs (each samples at most 30,000 rows). The study's own
+    size is what counts: a table already holding other studies' items says nothing about this one.
     """
 
     FACTOR = 4
+    FIRST = 250.0  # the upsert's first batch (`upsert.FIRST_BATCH_SIZE`)
 
-    def __init__(self, study_id: int) -> None:
-        self.known = float(Item.objects.filter(study_id=study_id).count())  # once an import: the ORM
+    def __init__(self, study_id: int, written_since: int = 0) -> None:
+        """`written_since`: rows of this import already in the study, counted as written, not as known."""
+        held = Item.objects.filter(study_id=study_id).count()  # once an import: the ORM
+        self.known = float(held - written_since)
         self.written = 0
 
     def wrote(self, rows: int) -> None:
         self.written += rows
-        if self.written >= max(1000.0, self.known * (self.FACTOR - 1)):
+        if self.written >= max(self.FIRST, self.known * (self.FACTOR - 1)):
             refresh_statistics(columns_only=True)
             self.known += self.written
             self.written = 0
