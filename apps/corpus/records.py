@@ -182,6 +182,7 @@ def _is_stackexchange_host(host: str) -> bool:
     return bare in _STACKEXCHANGE_HOSTS or bare.endswith(".stackexchange.com")
 
 
+@lru_cache(maxsize=256)  # asked three times of each record's URL: canonical form, source, external id
 def github_issue_ref(url: str) -> tuple[str, str, int] | None:
     """``(owner, repo, number)`` for a github.com issue/pull URL or an API issue URL, else ``None``.
 
@@ -237,6 +238,7 @@ def commit_url(owner: str, repo: str, sha: str) -> str:
     return f"https://github.com/{owner.lower()}/{repo.lower()}/commit/{sha.lower()}"
 
 
+@lru_cache(maxsize=256)  # likewise
 def stackexchange_question_ref(url: str) -> tuple[str, int] | None:
     """``(site host, question id)`` for a Stack Exchange question URL (``/questions/<id>/...`` or
     ``/q/<id>``), else ``None``. Answer links (``/a/<id>``) name an answer, not a question: ``None``."""
