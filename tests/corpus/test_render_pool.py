@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
 from celery.signals import worker_process_init
 
-from apps.corpus import rendering
+from apps.corpus import render_worker, rendering
 from apps.corpus.services import render
 from apps.corpus.services.render import POOL_MIN_BODIES, BodyRenderer, shared_pool
 
@@ -109,3 +112,39 @@ def test_warming_up_loads_the_lexer_of_every_warm_up_language() -> None:
 
     assert rendering._lexer.cache_info().currsize == len(rendering.WARM_UP_LANGUAGES)
     assert all(rendering._lexer(language) is not None for language in rendering.WARM_UP_LANGUAGES)
+
+
+KILLED_PARENT = """
+import os, signal, django
+django.setup()
+from apps.corpus.services.render import shared_pool
+pool = shared_pool(2)
+pool.submit(os.getpid).result()
+print(" ".join(str(pid) for pid in pool._processes), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie whose parent has not reaped it yet has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_render_processes_exit_when_the_process_that_started_them_is_killed() -> None:
+    """A SIGKILLed worker cannot shut its pool down: its render processes must not live on as orphans."""
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_PARENT], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    orphans = [int(pid) for pid in child.stdout.split()]  # (run waits for them too: they share its stdout)
+    assert orphans
+
+    deadline = time.monotonic() + 10 * render_worker.WATCH_SECONDS
+    while any(running(pid) for pid in orphans) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in orphans)

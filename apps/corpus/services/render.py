@@ -24,7 +24,7 @@ from django.utils import timezone
 from apps.accounts.models import Study
 from apps.core.jobs import JobProgress
 
-from .. import rendering
+from .. import render_worker, rendering
 from ..models import Item, ItemComment
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,9 @@ def shared_pool(processes: int) -> ProcessPoolExecutor:
         pool = _pools.get(processes)
         if pool is None:
             context = multiprocessing.get_context("spawn")
-            pool = _pools[processes] = ProcessPoolExecutor(processes, mp_context=context)
+            pool = _pools[processes] = ProcessPoolExecutor(
+                processes, mp_context=context, initializer=render_worker.start, initargs=(os.getpid(),)
+            )
         return pool
 
 
