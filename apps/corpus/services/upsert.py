@@ -234,9 +234,8 @@ def upsert_records(
     - Records are written in batches of `batch_size` (or whatever arrived in `max_batch_seconds`;
       the first ones smaller, from `FIRST_BATCH_SIZE` doubling up), each in one transaction; with
       `atomic=True`, all batches in one transaction, so an exception from `records` (a bad row, a
-      crash) leaves nothing written. Otherwise a crash loses at most
-      the batches in flight (two: one being read, one rendering), and running the same records
-      again completes the work exactly.
+      crash) leaves nothing written. Otherwise a crash loses at most the batches in flight (two: one
+      being read, one rendering), and running the same records again completes the work exactly.
     - `job`'s counters grow as batches are written; `progress` (the job's reporter) advances per
       record read. Two records with the same URL in one batch: the later one wins.
     - `background`: write on a thread of its own (default: on PostgreSQL when no transaction is open).
