@@ -328,8 +328,9 @@ def render_many(jobs: Sequence[RenderJob]) -> list[str]:
     return [render_job(job) for job in jobs]
 
 
-# The languages a render worker warms up when it starts (:func:`warm_up`): those of most code blocks in issues
-# and posts. Python's lexer alone makes its states in about 0.1 s, the first time a body needs them.
+# The languages a render process warms up when it starts (:func:`warm_up`, from `render_worker.start`): those
+# of most code blocks in issues and posts. Python's lexer alone makes its states in about 0.1 s, the first
+# time a body needs them.
 WARM_UP_LANGUAGES = ("python", "pytb", "console", "bash", "json", "yaml", "diff", "c", "cpp", "java")
 
 

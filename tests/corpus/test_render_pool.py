@@ -16,6 +16,8 @@ from apps.corpus import render_worker, rendering
 from apps.corpus.services import render
 from apps.corpus.services.render import POOL_MIN_BODIES, BodyRenderer, shared_pool
 
+from . import render_probe
+
 JOBS = [
     (f"Body **{n}**\n\n```python\nx = {n}\n```", "markdown", f"https://example.org/{n}", [])
     for n in range(240)
@@ -75,12 +77,15 @@ def test_a_pool_whose_worker_died_is_replaced_and_no_body_is_lost() -> None:
     assert worker_pids() and worker_pids().isdisjoint(killed)
 
 
-def test_closing_a_renderer_forgets_its_work_and_leaves_the_pool_to_the_next() -> None:
+def test_closing_a_renderer_cancels_its_waiting_work_and_leaves_the_pool_to_the_next() -> None:
     renderer = BodyRenderer(processes=2)
-    wait = renderer.submit(JOBS * 4)
+    renderer.submit(JOBS * 4)  # 10 chunks: at most 3 handed to the two processes, the rest waiting
+    sent = set(renderer._pending)
+
     renderer.close()  # an import that failed: nobody waits for this batch
+
+    assert any(future.cancelled() for future in sent)
     assert renderer._pending == set()
-    del wait
 
     with BodyRenderer(processes=2) as next_one:
         assert next_one.render(JOBS) == expected()
@@ -93,6 +98,9 @@ def test_a_worker_process_starts_its_render_pool_warm(monkeypatch: pytest.Monkey
 
     assert set(render._pools) == {2}
     assert len(worker_pids()) == 2
+    pool = shared_pool(2)
+    for _ in range(4):  # whichever process answers has loaded the warm-up's lexers before its first task
+        assert pool.submit(render_probe.lexers_loaded).result() >= len(rendering.WARM_UP_LANGUAGES)
     with BodyRenderer() as renderer:
         assert renderer.render(JOBS) == expected()
 

@@ -553,8 +553,8 @@ def test_statistics_follow_the_growth_of_the_study_not_of_the_table(
 def test_a_first_import_refreshes_statistics_after_its_first_batch(
     study: Study, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The study is counted before the import writes: counted after its first batch, the import took
-    those rows as known and looked the next two batches up on an empty study's statistics."""
+    """The first batch's rows count as written, not as held: taken as held, the import refreshed the
+    statistics late and looked the next batches up on an empty study's statistics."""
     if connection.vendor != "postgresql":
         pytest.skip("planner statistics are PostgreSQL's")
     from apps.corpus.services import pg

@@ -145,16 +145,16 @@ def discard_pool(pool: ProcessPoolExecutor) -> None:
 
 def start_render_pool(**_signal: object) -> None:
     """Celery's ``worker_process_init`` (sent in the process that runs the tasks, whatever the worker's pool):
-    start the render pool and warm each worker up (:func:`rendering.warm_up`), so that the first import
-    does not wait for it. Never stops the worker: a pool that cannot start is logged, and imports render
-    in the process, as they would anyway."""
+    start the render pool's processes, each warming up as it starts (`render_worker.start`), so that the
+    first import does not wait for them. Never stops the worker: a pool that cannot start is logged, and
+    imports render in the process, as they would anyway."""
     processes = os.cpu_count() or 1
     if processes < 2:
         return
     try:
         pool = shared_pool(processes)
-        for _ in range(processes):
-            pool.submit(rendering.warm_up)
+        for _ in range(processes):  # a pool spawns a process per task sent while none is idle
+            pool.submit(os.getpid)
     except (AssertionError, OSError, RuntimeError, BrokenProcessPool) as exc:
         logger.warning(
             "the render pool did not start with the worker (%r); imports render in the process", exc
