@@ -35,20 +35,24 @@ from __future__ import annotations
 
 import codecs
 import csv
+import json
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = [
     "CsvFormatError",
     "FileReadError",
+    "JsonReader",
+    "NonJsonNumber",
     "check_utf8",
     "csv_records",
     "decode_utf8",
+    "non_json_number",
     "open_text",
     "read_text",
     "regular_file",
@@ -321,3 +325,71 @@ def csv_records(
             )
         yield start, row
         start = end + 1
+
+
+# --- JSON ----------------------------------------------------------------------------------------------
+
+
+class NonJsonNumber(ValueError):
+    """A JSON text holds NaN, Infinity or -Infinity. Python's ``json`` reads them, and writes them for
+    ``float("nan")`` and ``float("inf")`` (a missing value in a data frame, typically), but they are not
+    JSON: PostgreSQL refuses them in a JSON column, and so would every reader of an export."""
+
+    def __init__(self, path: str, constant: str) -> None:
+        self.path = path  # where in the value: "" for the value itself, else "score", "metadata.sizes[2]"
+        self.constant = constant
+        super().__init__(f"{constant} is not valid JSON: write null for a missing number")
+
+
+class _Constant:
+    """Where a NaN or Infinity was read (the decoder's stand-in for it, found again by `non_json_number`)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class JsonReader:
+    """Decodes JSON texts as ``json.loads`` does, except NaN and Infinity (:class:`NonJsonNumber`). One per
+    file: a text without them costs what ``json.loads`` costs."""
+
+    def __init__(self) -> None:
+        self.constants_seen = False  # since the last `loads`, or since this reader was made
+        self._decoder = json.JSONDecoder(parse_constant=self._constant)
+
+    def _constant(self, name: str) -> _Constant:
+        self.constants_seen = True
+        return _Constant(name)
+
+    def decode(self, text: str) -> Any:
+        """The value of `text`, any NaN or Infinity in it left as a stand-in (`constants_seen` says so; find
+        each with :func:`non_json_number`)."""
+        return self._decoder.decode(text)
+
+    def loads(self, text: str) -> Any:
+        """The value of `text`; :class:`NonJsonNumber` for the first NaN or Infinity in it."""
+        value = self._decoder.decode(text)
+        if self.constants_seen:
+            self.constants_seen = False
+            problem = non_json_number(value)
+            if problem is not None:
+                raise problem
+        return value
+
+
+def non_json_number(value: Any, path: str = "") -> NonJsonNumber | None:
+    """The first NaN or Infinity (as :meth:`JsonReader.decode` leaves them) in `value`, with its path."""
+    if isinstance(value, _Constant):
+        return NonJsonNumber(path, value.name)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = non_json_number(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = non_json_number(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None

@@ -38,7 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from apps.core.files import CsvFormatError, FileReadError, csv_records, open_text
+from apps.core.files import (
+    CsvFormatError,
+    FileReadError,
+    JsonReader,
+    NonJsonNumber,
+    csv_records,
+    non_json_number,
+    open_text,
+)
 from apps.corpus import github, stackexchange
 from apps.corpus.records import (
     BODY_FORMATS,
@@ -316,8 +324,9 @@ def _csv_entries(handle: TextIO, delimiter: str) -> Iterator[_Located]:
 
 
 def _json_entries(handle: TextIO) -> Iterator[_Located]:
+    reader = JsonReader()
     try:
-        document = json.load(handle)
+        document = reader.decode(handle.read())
     except json.JSONDecodeError as exc:
         yield ImportFileError(exc.lineno, None, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
         return
@@ -338,15 +347,23 @@ def _json_entries(handle: TextIO) -> Iterator[_Located]:
         )
         return
     for number, item in enumerate(items, start=1):
+        problem = non_json_number(item) if reader.constants_seen else None
+        if problem is not None:
+            yield _non_json_number(problem, number, "item")
+            continue
         yield _located(_object_entry(item, number, "item"), number, "item")
 
 
 def _jsonl_entries(handle: TextIO) -> Iterator[_Located]:
+    reader = JsonReader()
     for number, text in enumerate(handle, start=1):
         if not text.strip():
             continue
         try:
-            item = json.loads(text)
+            item = reader.loads(text)
+        except NonJsonNumber as problem:
+            yield _non_json_number(problem, number, "line")
+            continue
         except json.JSONDecodeError as exc:
             yield ImportFileError(number, None, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
@@ -354,6 +371,11 @@ def _jsonl_entries(handle: TextIO) -> Iterator[_Located]:
             yield ImportFileError(number, None, None, _TOO_DEEP)
             continue
         yield _located(_object_entry(item, number, "line"), number, "line")
+
+
+def _non_json_number(problem: NonJsonNumber, position: int, unit: _Unit) -> ImportFileError:
+    """NaN or Infinity in an item (Python's json writes them; JSON has none): refused, naming the field."""
+    return ImportFileError(position, problem.path or None, None, str(problem), unit)
 
 
 def _url_entries(handle: TextIO) -> Iterator[_Located]:

@@ -399,6 +399,45 @@ def test_jsonl_reads_one_object_per_line_and_names_bad_lines(tmp_path: Path) -> 
     assert [(error.line, error.unit) for error in check.errors] == [(3, "line")]
 
 
+def test_nan_and_infinity_in_jsonl_are_refused_naming_the_line_and_field(tmp_path: Path) -> None:
+    """Python's json writes NaN for a float('nan') (a missing value): not JSON, and PostgreSQL refuses it,
+    so the file is refused before anything is written, with the way to mend it."""
+    path = write(
+        tmp_path,
+        "items.jsonl",
+        '{"url": "https://example.org/1", "score": 1.5}\n'
+        '{"url": "https://example.org/2", "score": NaN}\n'
+        '{"url": "https://example.org/3", "sizes": {"train": [1, Infinity]}}\n'
+        '{"url": "https://example.org/4", "score": -Infinity}\n',
+    )
+    check = check_file(path)
+    assert check.records == 1
+    assert [(e.line, e.field) for e in check.errors] == [(2, "score"), (3, "sizes.train[1]"), (4, "score")]
+    assert str(check.errors[0]) == (
+        "line 2, field 'score': NaN is not valid JSON: write null for a missing number"
+    )
+    assert "Infinity is not valid JSON" in str(check.errors[1])
+    with pytest.raises(ImportFileErrors):
+        list(validate_then_iterate(path))
+
+
+def test_nan_in_a_json_array_is_refused_naming_the_item(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "items.json",
+        '[{"url": "https://example.org/1", "score": 2}, {"url": "https://example.org/2", "score": NaN}]',
+    )
+    [error] = check_file(path).errors
+    assert (error.unit, error.line, error.field) == ("item", 2, "score")
+    assert "write null" in error.message
+
+
+def test_a_string_nan_is_text_and_is_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, "items.jsonl", '{"url": "https://example.org/1", "score": "NaN", "n": null}\n')
+    [record] = iter_records(path)
+    assert record.metadata == {"score": "NaN", "n": None}
+
+
 def test_a_json_answer_object_is_not_taken_for_a_question(tmp_path: Path) -> None:
     answer = {"answer_id": 9, "question_id": 1, "body": "x"}
     [error] = check_file(write(tmp_path, "items.jsonl", json.dumps(answer) + "\n")).errors

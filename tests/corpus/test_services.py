@@ -443,6 +443,32 @@ def test_a_file_is_read_once_and_written_by_the_background_writer(study: Study, 
     assert "body" not in Item.objects.get(url="https://example.org/p/7").raw  # stored once, in `body`
 
 
+def test_a_nan_in_a_jsonl_file_fails_the_import_with_its_line_and_field_not_an_internal_error(
+    study: Study, tmp_path: Path
+) -> None:
+    """Python's json.dumps writes NaN for a missing float; PostgreSQL's COPY refused it half-way through
+    the job ("Stopped by an internal error"). Now the row is named and nothing is written."""
+    lines = [json.dumps({"url": f"https://example.org/n/{n}", "score": n}) for n in range(1, 4)]
+    lines.append('{"url": "https://example.org/n/4", "score": NaN}')
+    path = write(tmp_path / "items.jsonl", "\n".join(lines) + "\n")
+    job = make_job(study)
+    job.upload = str(path)
+
+    services.run_import(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "nothing was imported" in job.error
+    assert job.errors == [
+        {
+            "where": "line 4",
+            "field": "score",
+            "value": None,
+            "message": "NaN is not valid JSON: write null for a missing number",
+        }
+    ]
+    assert Item.objects.count() == 0
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_row_after_many_batches_rolls_every_batch_back(study: Study, tmp_path: Path) -> None:

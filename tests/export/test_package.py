@@ -230,6 +230,26 @@ def test_an_inconsistent_codebook_is_refused_and_nothing_is_written(labelled: St
     assert counts() == before
 
 
+def test_a_nan_in_a_hand_edited_items_file_is_refused_naming_it_and_nothing_is_written(
+    labelled: Study, tmp_path: Path
+) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    lines = members(original)["items.jsonl"].decode().splitlines()
+    item = json.loads(lines[1])
+    item["metadata"] = {"score": float("nan")}  # what Python's json.dumps writes for it: NaN
+    lines[1] = json.dumps(item)
+    broken = repack(original, tmp_path / "broken.zip", {"items.jsonl": ("\n".join(lines) + "\n").encode()})
+    before = counts()
+
+    with pytest.raises(PackageError) as error:
+        import_study("ddp-copy", broken)
+
+    assert "items.jsonl line 2.metadata.score: NaN is not valid JSON: write null for a missing number" in str(
+        error.value
+    )
+    assert counts() == before
+
+
 def test_labels_whose_path_disagrees_with_the_codebook_are_refused(labelled: Study, tmp_path: Path) -> None:
     original = package(labelled, tmp_path / "p.zip")
     dataset = members(original)["dataset.json"].replace(b'"path": "Hang"', b'"path": "Freeze"')

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ConsolidationRule, Role, User
 from apps.annotation.models import RoundKind, SampleMethod
+from apps.core.files import JsonReader, NonJsonNumber
 from apps.corpus.models import BodyFormat, Relevance
 from apps.corpus.records import CommentRecord, ItemRecord
 
@@ -429,12 +430,16 @@ def item_record(raw: dict[str, Any], where: str, problems: Problems, users: set[
 def read_items(archive: zipfile.ZipFile, problems: Problems, users: set[str]) -> dict[str, int]:
     """Check items.jsonl; return URL → line number."""
     urls: dict[str, int] = {}
+    reader = JsonReader()
     for number, line in enumerate(text_lines(archive, "items.jsonl"), start=1):
         if not line.strip():
             continue
         where = f"items.jsonl line {number}"
         try:
-            raw = json.loads(line)
+            raw = reader.loads(line)
+        except NonJsonNumber as exc:  # a hand-edited package: PostgreSQL would refuse it at the write
+            problems.add(f"{where}.{exc.path}" if exc.path else where, str(exc))
+            continue
         except ValueError as exc:
             problems.add(where, f"not valid JSON ({exc})")
             continue
