@@ -31,7 +31,6 @@ unreadable (server errors, invalid JSON) is told for that issue, whose stored li
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import time
@@ -43,6 +42,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import requests
+
+from apps.core.files import JsonReader, NonJsonNumber
 
 from .http import (
     HttpPolicy,
@@ -407,7 +408,9 @@ def read_export(path: str, base_url: str = "") -> Iterator[ItemRecord]:
         return
     try:
         with open(path, encoding="utf-8-sig") as handle:
-            data = json.load(handle)
+            data = JsonReader().loads(handle.read())
+    except NonJsonNumber as exc:  # PostgreSQL would refuse it in the issue's record, half-way through
+        raise ExportError(f"{name}: at {exc.path or 'the top'}: {exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ExportError(f"{name}: neither Jira XML nor JSON ({exc})") from None
     issues = data.get("issues") if isinstance(data, dict) else data

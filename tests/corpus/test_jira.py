@@ -221,6 +221,23 @@ def test_import_jira_reads_an_export_file_and_renders_its_html_safely(study: Stu
 
 
 @pytest.mark.django_db
+def test_a_jira_file_with_nan_is_refused_naming_where_and_writes_nothing(
+    study: Study, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.json"
+    issue = {"key": "A-1", "self": "https://jira.example.org/rest/api/2/issue/1", "fields": {"points": 1}}
+    text = json.dumps({"issues": [issue, {**issue, "key": "A-2", "fields": {"points": float("nan")}}]})
+    bad.write_text(text, encoding="utf-8")
+
+    with pytest.raises(
+        CommandError, match=r"bad\.json: at issues\[1\]\.fields\.points: NaN is not valid JSON: write null"
+    ):
+        call_command("import_jira", "ddp", "--file", str(bad), stdout=io.StringIO(), stderr=io.StringIO())
+
+    assert not Item.objects.exists()
+
+
+@pytest.mark.django_db
 def test_import_jira_with_a_bad_file_writes_nothing_and_a_query_needs_a_site(
     study: Study, tmp_path: Path
 ) -> None:
