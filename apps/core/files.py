@@ -37,6 +37,7 @@ import codecs
 import csv
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -350,9 +351,16 @@ class _Constant:
         self.name = name
 
 
+# Half of a UTF-16 surrogate pair, written as a JSON escape (a tool that cut a text by UTF-16 units, as
+# JavaScript and Java count them, in the middle of an emoji): Python decodes it to a lone surrogate, which
+# no UTF-8 text, and so no database column, can hold. A whole pair decodes to one character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class JsonReader:
-    """Decodes JSON texts as ``json.loads`` does, except NaN and Infinity (:class:`NonJsonNumber`). One per
-    file: a text without them costs what ``json.loads`` costs."""
+    """Decodes JSON texts as ``json.loads`` does, except NaN and Infinity (:class:`NonJsonNumber`) and
+    lone surrogates (each becomes U+FFFD, as a browser shows it). One per file: a text without them costs
+    what ``json.loads`` costs."""
 
     def __init__(self) -> None:
         self.constants_seen = False  # since the last `loads`, or since this reader was made
@@ -365,17 +373,31 @@ class JsonReader:
     def decode(self, text: str) -> Any:
         """The value of `text`, any NaN or Infinity in it left as a stand-in (`constants_seen` says so; find
         each with :func:`non_json_number`)."""
-        return self._decoder.decode(text)
+        value = self._decoder.decode(text)
+        if "\\ud" in text or "\\uD" in text:  # a surrogate's escape: a pair, or half of one
+            value = _mend_surrogates(value)
+        return value
 
     def loads(self, text: str) -> Any:
         """The value of `text`; :class:`NonJsonNumber` for the first NaN or Infinity in it."""
-        value = self._decoder.decode(text)
+        value = self.decode(text)
         if self.constants_seen:
             self.constants_seen = False
             problem = non_json_number(value)
             if problem is not None:
                 raise problem
         return value
+
+
+def _mend_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its texts (keys included) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_mend_surrogates(key): _mend_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mend_surrogates(item) for item in value]
+    return value
 
 
 def non_json_number(value: Any, path: str = "") -> NonJsonNumber | None:

@@ -438,6 +438,20 @@ def test_a_string_nan_is_text_and_is_kept(tmp_path: Path) -> None:
     assert record.metadata == {"score": "NaN", "n": None}
 
 
+def test_half_a_surrogate_pair_becomes_a_replacement_character_and_a_whole_pair_is_kept(
+    tmp_path: Path,
+) -> None:
+    """A text cut by UTF-16 units (JavaScript's, Java's) in the middle of an emoji leaves half of its
+    pair, escaped; Python decodes it to a lone surrogate that no UTF-8 column can hold."""
+    line = '{"url": "https://example.org/1", "title": "cut \\ud83d", "\\udc00k": ["\\ud83d\\ude00 ok"]}'
+    path = write(tmp_path, "items.jsonl", line + "\n")
+    [record] = iter_records(path)
+    assert record.title == "cut \ufffd"
+    assert record.metadata == {"\ufffdk": ["\U0001f600 ok"]}
+    [from_array] = iter_records(write(tmp_path, "items.json", f"[{line}]"))
+    assert from_array.title == "cut \ufffd"
+
+
 def test_a_json_answer_object_is_not_taken_for_a_question(tmp_path: Path) -> None:
     answer = {"answer_id": 9, "question_id": 1, "body": "x"}
     [error] = check_file(write(tmp_path, "items.jsonl", json.dumps(answer) + "\n")).errors

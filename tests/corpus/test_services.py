@@ -469,6 +469,25 @@ def test_a_nan_in_a_jsonl_file_fails_the_import_with_its_line_and_field_not_an_i
     assert Item.objects.count() == 0
 
 
+def test_half_a_surrogate_pair_in_a_file_is_imported_as_a_replacement_character(
+    study: Study, tmp_path: Path
+) -> None:
+    """It stopped the import with an internal error: UTF-8 cannot encode a lone surrogate."""
+    path = write(
+        tmp_path / "items.jsonl",
+        '{"url": "https://example.org/s/1", "title": "cut \\ud83d", "body": "b \\udc00", "m": "\\ud800"}\n',
+    )
+    job = make_job(study)
+    job.upload = str(path)
+
+    services.run_import(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    item = Item.objects.get(url="https://example.org/s/1")
+    assert (item.title, item.body, item.metadata) == ("cut \ufffd", "b \ufffd", {"m": "\ufffd"})
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_row_after_many_batches_rolls_every_batch_back(study: Study, tmp_path: Path) -> None:
