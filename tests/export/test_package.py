@@ -250,6 +250,21 @@ def test_a_nan_in_a_hand_edited_items_file_is_refused_naming_it_and_nothing_is_w
     assert counts() == before
 
 
+def test_half_a_surrogate_pair_in_a_hand_edited_items_file_is_restored_as_a_replacement_character(
+    labelled: Study, tmp_path: Path
+) -> None:
+    original = package(labelled, tmp_path / "p.zip")
+    lines = members(original)["items.jsonl"].decode().splitlines()
+    item = json.loads(lines[1])
+    item["title"] = "cut \ud83d"  # json.dumps writes it as the escape "\ud83d"
+    lines[1] = json.dumps(item)
+    edited = repack(original, tmp_path / "edited.zip", {"items.jsonl": ("\n".join(lines) + "\n").encode()})
+
+    copy = import_study("ddp-copy", edited).study
+
+    assert Item.objects.get(study=copy, url=item["url"]).title == "cut \ufffd"
+
+
 def test_labels_whose_path_disagrees_with_the_codebook_are_refused(labelled: Study, tmp_path: Path) -> None:
     original = package(labelled, tmp_path / "p.zip")
     dataset = members(original)["dataset.json"].replace(b'"path": "Hang"', b'"path": "Freeze"')

@@ -458,9 +458,10 @@ def item_records(archive: zipfile.ZipFile) -> Iterator[tuple[ItemRecord, tuple[s
     """The checked items again, as records to write, each with its screening (relevance, reason,
     screener's username or "")."""
     ignored = Problems()
+    reader = JsonReader()  # as `read_items` read them: half a surrogate pair as U+FFFD
     for line in text_lines(archive, "items.jsonl"):
         if line.strip():
-            raw = json.loads(line)
+            raw = reader.loads(line)
             record = item_record(raw, "", ignored, set())
             assert record is not None  # checked by read_items
             yield record, (raw["relevance"], raw.get("relevance_reason") or "", raw.get("screened_by") or "")
