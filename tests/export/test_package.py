@@ -46,6 +46,15 @@ def repack(source: Path, target: Path, changes: dict[str, bytes], *, fix_checksu
     return target
 
 
+def with_second_item(source: Path, target: Path, **fields: object) -> tuple[str, Path]:
+    """A copy of the package whose second line of items.jsonl has `fields` changed (written by Python's
+    json, as a hand edit would be); the item's URL and the copy."""
+    lines = members(source)["items.jsonl"].decode().splitlines()
+    item = {**json.loads(lines[1]), **fields}
+    lines[1] = json.dumps(item)
+    return item["url"], repack(source, target, {"items.jsonl": ("\n".join(lines) + "\n").encode()})
+
+
 def counts() -> tuple[int, ...]:
     return (
         Study.objects.count(),
@@ -234,11 +243,8 @@ def test_a_nan_in_a_hand_edited_items_file_is_refused_naming_it_and_nothing_is_w
     labelled: Study, tmp_path: Path
 ) -> None:
     original = package(labelled, tmp_path / "p.zip")
-    lines = members(original)["items.jsonl"].decode().splitlines()
-    item = json.loads(lines[1])
-    item["metadata"] = {"score": float("nan")}  # what Python's json.dumps writes for it: NaN
-    lines[1] = json.dumps(item)
-    broken = repack(original, tmp_path / "broken.zip", {"items.jsonl": ("\n".join(lines) + "\n").encode()})
+    # Python's json.dumps writes a float("nan") as NaN
+    _, broken = with_second_item(original, tmp_path / "broken.zip", metadata={"score": float("nan")})
     before = counts()
 
     with pytest.raises(PackageError) as error:
@@ -254,15 +260,12 @@ def test_half_a_surrogate_pair_in_a_hand_edited_items_file_is_restored_as_a_repl
     labelled: Study, tmp_path: Path
 ) -> None:
     original = package(labelled, tmp_path / "p.zip")
-    lines = members(original)["items.jsonl"].decode().splitlines()
-    item = json.loads(lines[1])
-    item["title"] = "cut \ud83d"  # json.dumps writes it as the escape "\ud83d"
-    lines[1] = json.dumps(item)
-    edited = repack(original, tmp_path / "edited.zip", {"items.jsonl": ("\n".join(lines) + "\n").encode()})
+    # json.dumps writes the lone surrogate as the escape "\ud83d"
+    url, edited = with_second_item(original, tmp_path / "edited.zip", title="cut \ud83d")
 
     copy = import_study("ddp-copy", edited).study
 
-    assert Item.objects.get(study=copy, url=item["url"]).title == "cut \ufffd"
+    assert Item.objects.get(study=copy, url=url).title == "cut \ufffd"
 
 
 def test_labels_whose_path_disagrees_with_the_codebook_are_refused(labelled: Study, tmp_path: Path) -> None:
