@@ -34,6 +34,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.files import lone_surrogate
+
 # --- errors ----------------------------------------------------------------------------------------
 
 
@@ -226,7 +228,10 @@ MAX_JSON_DEPTH = 64  # the deepest codebook file (a 20-level category tree) nest
 
 class BoundedJSONParser(JSONParser):
     """DRF's JSON parser, refusing (400) a body nested deeper than `MAX_JSON_DEPTH` before any handler
-    walks it: a few kilobytes of ``[[[[…`` would otherwise end in a RecursionError (500)."""
+    walks it: a few kilobytes of ``[[[[…`` would otherwise end in a RecursionError (500). A text holding
+    half of a UTF-16 surrogate pair (``"\\ud83d"``: JSON.stringify writes a string cut in the middle of an
+    emoji so) is refused too, naming where: no UTF-8 column can hold it, and a codebook's names, which
+    no text field's check sees, failed the write with a 500."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         try:
@@ -235,6 +240,12 @@ class BoundedJSONParser(JSONParser):
             data = None
         else:
             if _depth(data) <= MAX_JSON_DEPTH:
+                if (half := lone_surrogate(data)) is not None:
+                    where, char = half
+                    raise ParseError(
+                        f"JSON parse error - {where or 'the body'}: half of a UTF-16 surrogate pair "
+                        f"(U+{ord(char):04X}); the text was cut in the middle of a character."
+                    )
                 return data
         raise ParseError(f"JSON parse error - the body is nested deeper than {MAX_JSON_DEPTH} levels.")
 

@@ -53,6 +53,7 @@ __all__ = [
     "check_utf8",
     "csv_records",
     "decode_utf8",
+    "lone_surrogate",
     "non_json_number",
     "open_text",
     "read_text",
@@ -414,4 +415,24 @@ def non_json_number(value: Any, path: str = "") -> NonJsonNumber | None:
             found = non_json_number(item, f"{path}[{index}]")
             if found is not None:
                 return found
+    return None
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path and character of the first lone surrogate in the texts of parsed JSON (keys included),
+    or None. For a request body, which is refused for it (a file's reader mends it instead)."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        return (path, found.group()) if found else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            hit = lone_surrogate(key, where) or lone_surrogate(item, where)
+            if hit is not None:
+                return hit
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            hit = lone_surrogate(item, f"{path}[{index}]")
+            if hit is not None:
+                return hit
     return None

@@ -13,12 +13,12 @@ from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.api import StudyAPIView, StudyListAPIView
-from apps.core.api import refuse
+from apps.core.api import BoundedJSONParser, refuse
 
 from .forms import IMPORT_FORMS
 from .models import ImportJob, Item
@@ -108,7 +108,7 @@ class ImportList(StudyListAPIView[ImportJob]):
     serializer_class = ImportJobSerializer
     lead_only = True
     cursor_ordering = "-id"
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self) -> QuerySet[ImportJob]:
         return ImportJob.objects.filter(study=self.study).select_related("created_by")

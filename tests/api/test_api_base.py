@@ -7,6 +7,7 @@ List endpoints are found from the URL conf, not listed by hand, so a new list ca
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from apps.annotation.models import Annotation
 from apps.taxonomy.models import Codebook
 from config import api_urls
 from tests.api.conftest import as_user
-from tests.api.world import World, add_jobs
+from tests.api.world import ALICE_LABELS, World, add_jobs
 from tests.security.matrix import MATRIX
 
 pytestmark = pytest.mark.django_db
@@ -121,6 +122,31 @@ def test_a_deeply_nested_body_is_a_400_on_the_submit_and_the_codebook_load(world
         assert response.json() == {"detail": "JSON parse error - the body is nested deeper than 64 levels."}
     assert not Annotation.objects.filter(assignment=world.assignment("alice", 2)).exists()
     assert Codebook.objects.get(study=world.study).version == version
+
+
+def test_half_a_surrogate_pair_in_a_json_body_is_a_400_naming_where_and_writes_nothing(world: World) -> None:
+    """JSON.stringify writes a string cut in the middle of an emoji as an escaped lone surrogate, which no
+    UTF-8 column can hold: a codebook's names (no text field checks them) failed the write with a 500."""
+    slug = world.study.slug
+    version = Codebook.objects.get(study=world.study).version
+    category = {"key": "a", "name": "A \ud83d"}  # json.dumps writes it as the escape "\ud83d"
+    codebook = {"name": "X", "dimensions": [{"key": "d", "name": "D", "categories": [category]}]}
+    submit = f"/api/v1/studies/{slug}/assignments/{world.assignment('alice', 2).pk}/annotation/"
+    cases = (
+        (
+            as_user(world.owner).put,
+            f"/api/v1/studies/{slug}/codebook/",
+            codebook,
+            "dimensions[0].categories[0].name",
+        ),
+        (as_user(world.alice).post, submit, {**ALICE_LABELS, "memo": "cut \udc00"}, "memo"),
+    )
+    for send, url, body, where in cases:
+        response = send(url, json.dumps(body), content_type="application/json")
+        assert response.status_code == 400, response.content[:300]
+        assert response.json()["detail"].startswith(f"JSON parse error - {where}: half of a UTF-16 surrogate")
+    assert Codebook.objects.get(study=world.study).version == version
+    assert not Annotation.objects.filter(assignment=world.assignment("alice", 2)).exists()
 
 
 def test_a_body_nested_as_deep_as_a_real_codebook_is_read(world: World) -> None:
