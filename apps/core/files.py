@@ -1,4 +1,5 @@
-"""Reading the files people hand to Taxonomist: one way to open them, one way to read CSV. Pure: no Django.
+"""Reading the files people hand to Taxonomist: one way to open them, one way to read CSV and JSON. Pure: no
+Django.
 
 Every command and parser that reads a user's file goes through here (items, labels, ratings, codebooks,
 URL lists, dumps, packages), so that the same mistakes get the same one-line answer:
@@ -29,6 +30,10 @@ every following line into that field. The rule that tells the two apart:
 
 A record's first physical line is the line where any multi-line field in it opened: the fields before
 that field hold no line end.
+
+:class:`JsonReader` reads JSON and JSON lines as ``json`` does, except what no database column can hold:
+NaN and Infinity (which Python's ``json`` writes for a float's missing value) are refused, naming their
+path (:class:`NonJsonNumber`), and half of a UTF-16 surrogate pair (a text cut mid-emoji) becomes U+FFFD.
 """
 
 from __future__ import annotations
