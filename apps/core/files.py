@@ -406,38 +406,38 @@ def _mend_surrogates(value: Any) -> Any:
     return value
 
 
-def non_json_number(value: Any, path: str = "") -> NonJsonNumber | None:
+def non_json_number(value: Any) -> NonJsonNumber | None:
     """The first NaN or Infinity (as :meth:`JsonReader.decode` leaves them) in `value`, with its path."""
-    if isinstance(value, _Constant):
-        return NonJsonNumber(path, value.name)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = non_json_number(item, f"{path}.{key}" if path else str(key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = non_json_number(item, f"{path}[{index}]")
-            if found is not None:
-                return found
-    return None
+    hit = _first(value, lambda v: v.name if isinstance(v, _Constant) else None)
+    return NonJsonNumber(*hit) if hit is not None else None
 
 
-def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+def lone_surrogate(value: Any) -> tuple[str, str] | None:
     """The path and character of the first lone surrogate in the texts of parsed JSON (keys included),
     or None. For a request body, which is refused for it (a file's reader mends it instead)."""
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        return (path, found.group()) if found else None
+
+    def surrogate(v: Any) -> str | None:
+        found = _SURROGATE.search(v) if isinstance(v, str) else None
+        return found.group() if found else None
+
+    return _first(value, surrogate)
+
+
+def _first(value: Any, match: Callable[[Any], str | None], path: str = "") -> tuple[str, str] | None:
+    """The path (``a.b[2]``) and `match`'s answer for the first value of parsed JSON, keys included, that
+    `match` answers for, or None."""
+    answer = match(value)
+    if answer is not None:
+        return path, answer
     if isinstance(value, dict):
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
-            hit = lone_surrogate(key, where) or lone_surrogate(item, where)
+            hit = _first(key, match, where) or _first(item, match, where)
             if hit is not None:
                 return hit
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            hit = lone_surrogate(item, f"{path}[{index}]")
+            hit = _first(item, match, f"{path}[{index}]")
             if hit is not None:
                 return hit
     return None
