@@ -149,6 +149,15 @@ def test_half_a_surrogate_pair_in_a_json_body_is_a_400_naming_where_and_writes_n
     assert not Annotation.objects.filter(assignment=world.assignment("alice", 2)).exists()
 
 
+def test_the_import_list_reads_json_with_the_same_bounded_parser(world: World) -> None:
+    """It named DRF's plain JSON parser, which lets a lone surrogate through to the job's parameters."""
+    url = f"/api/v1/studies/{world.study.slug}/imports/"
+    body = json.dumps({"kind": "github", "repo": "a/b", "labels": "bug \ud83d"})
+    response = as_user(world.owner).post(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["detail"].startswith("JSON parse error - labels: half of a UTF-16 surrogate pair")
+
+
 def test_a_body_nested_as_deep_as_a_real_codebook_is_read(world: World) -> None:
     """The limit leaves room: a category tree as deep as the codebook allows (20 levels) loads."""
     category: dict[str, Any] = {"key": "leaf", "name": "Leaf"}
