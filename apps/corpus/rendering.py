@@ -15,8 +15,9 @@ Pipeline, the same for every format:
    Markdown without ``<``: cmark-gfm's own markup is that form already.)
 3. Each ``<pre><code>`` block is highlighted with Pygments as class-based ``<span>`` elements
    (no inline styles; the stylesheet is :func:`pygments_css`), each lexer trying at each character only
-   the rules that can start there (:mod:`apps.corpus.lexing`). An unknown language, ``lang-none``, or a
-   block over 50,000 characters stays plain, escaped text.
+   the rules that can start there (:mod:`apps.corpus.lexing`). Plain identifiers, punctuation and
+   whitespace, which no stylesheet colours, are written as text without a span (:func:`_unwrapped`).
+   An unknown language, ``lang-none``, or a block over 50,000 characters stays plain, escaped text.
 4. A strict nh3 pass writes the final HTML: an allowlist of tags and attributes; ``script``,
    ``style`` and other active content dropped together with their content; URLs limited to
    ``http``, ``https`` and ``mailto`` (relative URLs are resolved against ``base_url`` when given,
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from functools import cache
 from urllib.parse import urljoin, urlsplit
@@ -38,11 +39,11 @@ from urllib.parse import urljoin, urlsplit
 import cmarkgfm
 import nh3
 from cmarkgfm.cmark import Options
-from pygments import highlight
+from pygments import format as format_tokens
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_all_lexers, get_lexer_by_name
-from pygments.token import STANDARD_TYPES
+from pygments.token import STANDARD_TYPES, Name, Punctuation, Text, _TokenType
 from pygments.util import ClassNotFound
 
 from apps.corpus.lexing import fast_lexer
@@ -212,13 +213,40 @@ def _formatter() -> HtmlFormatter[str]:
     return HtmlFormatter(nowrap=True)
 
 
+_WHITESPACE = Text.Whitespace
+_OTHER = Name.Other
+
+
+def _unwrapped(tokens: Iterable[tuple[_TokenType, str]]) -> Iterator[tuple[_TokenType, str]]:
+    """The tokens, with plain identifiers, punctuation and whitespace made plain text, which the formatter
+    writes without a ``<span>``: no stylesheet here colours them (``static/css/app.css``; GitHub's own
+    markup leaves them unwrapped too), and they are about two spans in three of a Python block, each one
+    more element for the sanitizer to parse and the page to carry. (Token types are singletons: `is`
+    spares hashing a tuple per token.)"""
+    for token_type, value in tokens:
+        if (
+            token_type is Name
+            or token_type is Punctuation
+            or token_type is _WHITESPACE
+            or token_type is _OTHER
+        ):
+            yield Text, value
+        else:
+            yield token_type, value
+
+
+def _highlight(code: str, lexer: Lexer) -> str:
+    """Pygments' class-based HTML for `code`, without the spans :func:`_unwrapped` leaves out."""
+    return str(format_tokens(_unwrapped(lexer.get_tokens(code)), _formatter()))
+
+
 def _highlight_block(found: re.Match[str], default_language: str | None) -> str:
     classes = f"{found.group('pre') or ''} {found.group('code') or ''}".split()
     code = html.unescape(_TAG.sub("", found.group("body")))
     lexer = _language_lexer(classes, default_language)
     if lexer is None or len(code) > MAX_HIGHLIGHT_CHARS:
         return f'<pre class="highlight"><code>{html.escape(code, quote=False)}</code></pre>'
-    body = highlight(code, lexer, _formatter())
+    body = _highlight(code, lexer)
     return f'<pre class="highlight"><code class="language-{lexer.aliases[0]}">{body}</code></pre>'
 
 
@@ -281,7 +309,7 @@ def render_diff(patch: str) -> str:
         return ""
     lexer = _lexer("diff")
     assert lexer is not None  # Pygments has always shipped its diff lexer
-    body = highlight(patch, lexer, _formatter())
+    body = _highlight(patch, lexer)
     return str(
         _strict_cleaner().clean(f'<pre class="highlight"><code class="language-diff">{body}</code></pre>')
     )

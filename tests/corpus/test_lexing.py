@@ -153,6 +153,7 @@ def test_python_highlighting_is_byte_for_byte_pygments() -> None:
     lexer = rendering._lexer("python")
     assert lexer is not None
     assert highlight(code, lexer, rendering._formatter()) == standard
+    assert rendering._highlight(code, lexer) == rendering._highlight(code, get_lexer_by_name("python"))
     assert type(lexer).get_tokens_unprocessed is lexing._get_tokens_unprocessed
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
@@ -12,6 +14,7 @@ from apps.corpus.rendering import (
     language_for_tags,
     pygments_css,
     render_body,
+    render_diff,
     render_html,
     render_markdown,
     render_options,
@@ -187,10 +190,33 @@ def test_a_fenced_block_is_highlighted_with_pygments_classes() -> None:
     assert "style=" not in rendered
 
 
+def test_identifiers_punctuation_and_whitespace_are_plain_text_without_a_span() -> None:
+    """No stylesheet colours them: a span each would be two elements in three of a Python block for the
+    sanitizer to parse and the page to carry. Keywords, names of modules and functions, strings, numbers,
+    operators and comments keep theirs, and the code's text is the same."""
+    code = (
+        "import torch.distributed as dist\n\n"
+        "def run(rank, size):\n    x = dist.get_rank()  # who\n    return {'a': [x, 1]}\n"
+    )
+    rendered = render_markdown(f"```python\n{code}```")
+    classes = set(re.findall(r'<span class="([^"]*)"', rendered))
+    assert not classes & {"n", "nx", "p", "w"}, classes
+    assert {"kn", "nn", "k", "nf", "o", "s1", "mi", "c1"} <= classes, classes
+    assert "(rank, size):" in rendered
+    text = html.unescape(re.sub(r"<[^>]+>", "", rendered))
+    assert text == code + "\n"  # cmark-gfm ends the block with a newline
+
+
+def test_a_diffs_lines_keep_their_inserted_and_deleted_spans() -> None:
+    rendered = render_diff("@@ -1 +1 @@\n-old(x)\n+new(x)\n")
+    assert '<span class="gd">-old(x)</span>' in rendered
+    assert '<span class="gi">+new(x)</span>' in rendered
+
+
 def test_the_fence_info_string_uses_only_its_first_word() -> None:
     rendered = render_markdown('```py title="train.py"\nx = 1\n```')
     assert 'class="language-python"' in rendered
-    assert '<span class="n">x</span>' in rendered
+    assert 'x <span class="o">=</span> <span class="mi">1</span>' in rendered
 
 
 def test_stack_overflow_lang_classes_choose_the_lexer() -> None:
