@@ -207,6 +207,12 @@ def test_identifiers_punctuation_and_whitespace_are_plain_text_without_a_span() 
     assert text == code + "\n"  # cmark-gfm ends the block with a newline
 
 
+def test_javascripts_identifiers_are_plain_text_too() -> None:
+    """JavaScript's lexer gives identifiers `Name.Other` (`nx`), not `Name`."""
+    rendered = render_markdown("```javascript\nconst total = items.length;\n```")
+    assert '<span class="kd">const</span> total <span class="o">=</span> items.length;' in rendered
+
+
 def test_a_diffs_lines_keep_their_inserted_and_deleted_spans() -> None:
     rendered = render_diff("@@ -1 +1 @@\n-old(x)\n+new(x)\n")
     assert '<span class="gd">-old(x)</span>' in rendered
