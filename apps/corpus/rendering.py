@@ -14,9 +14,9 @@ Pipeline, the same for every format:
    (``language-python``) or Stack Overflow's ``lang-py`` class, else ``default_language``. (Skipped for
    Markdown without ``<``: cmark-gfm's own markup is that form already.)
 3. Each ``<pre><code>`` block is highlighted with Pygments as class-based ``<span>`` elements
-   (no inline styles; the stylesheet is :func:`pygments_css`), each lexer trying at each character only
-   the rules that can start there (:mod:`apps.corpus.lexing`). Plain identifiers, punctuation and
-   whitespace, which no stylesheet colours, are written as text without a span (:func:`_unwrapped`).
+   (no inline styles: ``static/css/app.css`` colours them; :func:`pygments_css` gives Pygments' own), each
+   lexer trying at each character only the rules that can start there (:mod:`apps.corpus.lexing`). Plain
+   identifiers, punctuation and whitespace are written as text without a span (:func:`_unwrapped`).
    An unknown language, ``lang-none``, or a block over 50,000 characters stays plain, escaped text.
 4. A strict nh3 pass writes the final HTML: an allowlist of tags and attributes; ``script``,
    ``style`` and other active content dropped together with their content; URLs limited to
@@ -219,10 +219,10 @@ _OTHER = Name.Other
 
 def _unwrapped(tokens: Iterable[tuple[_TokenType, str]]) -> Iterator[tuple[_TokenType, str]]:
     """The tokens, with plain identifiers, punctuation and whitespace made plain text, which the formatter
-    writes without a ``<span>``: no stylesheet here colours them (``static/css/app.css``; GitHub's own
-    markup leaves them unwrapped too), and they are about two spans in three of a Python block, each one
-    more element for the sanitizer to parse and the page to carry. (Token types are singletons: `is`
-    spares hashing a tuple per token.)"""
+    writes without a ``<span>``: ``static/css/app.css`` colours none of them (Pygments' default style only
+    whitespace, where a colour does not show; GitHub's own markup leaves them bare too), and they are about
+    two spans in three of a Python block, each one more element for the sanitizer to parse and the page
+    to carry. (Token types are singletons: `is` spares hashing a tuple per token.)"""
     for token_type, value in tokens:
         if (
             token_type is Name
